@@ -1,0 +1,153 @@
+//! `agui`: check AG-UI streams from the command line.
+//!
+//! ```text
+//! agui check [--dialect v1|v0] [--chunk N] [--buffer N] FILE|-
+//! ```
+//!
+//! `check` prints one canonical JSON line per event that passes, then a
+//! result line — exactly the reference oracle's output contract
+//! (`{"result":"ok"}` or `{"result":"error","index":N,"stage":"S","message":"M"}`).
+//! The input is pushed in pieces of `--chunk` bytes (default 65536); any
+//! size gives the same output. A summary goes to stderr.
+
+mod canon;
+
+use std::io::{Read, Write as _};
+use std::process::ExitCode;
+
+use agui_stream::{Config, Dialect, Event, FrameInfo, Pipeline, encode};
+
+struct Options {
+    dialect: Dialect,
+    chunk: usize,
+    buffer: usize,
+    file: String,
+}
+
+fn usage() -> ExitCode {
+    eprintln!("usage: agui check [--dialect v1|v0] [--chunk N] [--buffer N] FILE|-");
+    ExitCode::from(2)
+}
+
+fn parse_args(args: &[String]) -> Option<Options> {
+    let mut o = Options {
+        dialect: Dialect::V1,
+        chunk: 65536,
+        buffer: 16 << 20,
+        file: String::new(),
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--dialect" => {
+                o.dialect = match it.next()?.as_str() {
+                    "v1" | "V1" | "1.0.0" => Dialect::V1,
+                    "v0" | "V0" | "0.0.59" => Dialect::V0,
+                    _ => return None,
+                }
+            }
+            "--chunk" => o.chunk = it.next()?.parse().ok().filter(|&n| n > 0)?,
+            "--buffer" => o.buffer = it.next()?.parse().ok()?,
+            f if !f.starts_with("--") || f == "-" => o.file = f.to_owned(),
+            _ => return None,
+        }
+    }
+    (!o.file.is_empty()).then_some(o)
+}
+
+fn read_input(file: &str) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    if file == "-" {
+        std::io::stdin().read_to_end(&mut bytes)?;
+    } else {
+        bytes = std::fs::read(file)?;
+    }
+    Ok(bytes)
+}
+
+/// The result line's message, as a JSON string.
+fn json_string(s: &str) -> String {
+    canon::js_string(&s.encode_utf16().collect::<Vec<u16>>())
+}
+
+fn check(o: &Options) -> std::io::Result<()> {
+    let input = read_input(&o.file)?;
+    let mut buffer = vec![0u8; o.buffer];
+    let mut pipeline = Pipeline::new(&mut buffer, Config::new().dialect(o.dialect));
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut json = Vec::new();
+    let mut io_error = None;
+    let mut sink = |ev: &Event<'_>, _: &FrameInfo| {
+        json.clear();
+        if encode(ev, &mut json).is_ok() {
+            let line = canon::canonicalize(&json).unwrap_or_else(|e| format!("<encoder bug: {e}>"));
+            if let Err(e) = writeln!(out, "{line}") {
+                io_error.get_or_insert(e);
+            }
+        }
+    };
+    let mut verdict = Ok(());
+    for piece in input.chunks(o.chunk) {
+        verdict = pipeline.push(piece, &mut sink);
+        if verdict.is_err() {
+            break;
+        }
+    }
+    let verdict = verdict.and_then(|()| pipeline.finish(&mut sink));
+    if let Some(e) = io_error {
+        return Err(e);
+    }
+    match verdict {
+        Ok(summary) => {
+            writeln!(out, "{{\"result\":\"ok\"}}")?;
+            out.flush()?;
+            eprintln!(
+                "agui: {} frames, {} events, {} bytes{}",
+                summary.frames,
+                summary.events,
+                summary.bytes,
+                if summary.unterminated_frame {
+                    "; the last frame was not terminated"
+                } else {
+                    ""
+                }
+            );
+        }
+        Err(e) => {
+            writeln!(
+                out,
+                "{{\"result\":\"error\",\"index\":{},\"stage\":\"{}\",\"message\":{}}}",
+                e.frame,
+                e.stage().as_str(),
+                json_string(&e.to_string())
+            )?;
+            out.flush()?;
+            if e.is_capacity() {
+                eprintln!("agui: capacity exceeded, not a protocol violation: {e}");
+            }
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((cmd, rest)) = args.split_first() else {
+        return usage();
+    };
+    let Some(options) = parse_args(rest) else {
+        return usage();
+    };
+    let run = match cmd.as_str() {
+        "check" => check(&options),
+        _ => return usage(),
+    };
+    match run {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("agui: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! One frame's JSON text → a validated [`Event`].
+
+use core::fmt;
+
+use crate::event::Event;
+use crate::event_type::{EventType, KEY_COUNT, Key};
+use crate::json::{JsonError, JsonKind, Limits, RawJson};
+use crate::schema::{self, Dialect, SchemaError, SchemaProblem, Site, Verdict};
+use crate::string::JsonStr;
+
+/// Why a payload did not decode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum DecodeError {
+    /// Not JSON (or nested deeper than the limit).
+    Json(JsonError),
+    /// JSON, but not an acceptable event.
+    Schema(SchemaError),
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodeError::Json(e) => e.fmt(f),
+            DecodeError::Schema(e) => e.fmt(f),
+        }
+    }
+}
+
+/// Longest member name we bother decoding when it is written with escapes;
+/// every name the protocol defines is shorter.
+const MAX_KEY_LEN: usize = 32;
+
+/// The [`Key`] a member name denotes, decoding escapes if there are any.
+fn key_of(name: JsonStr<'_>) -> Option<Key> {
+    if let Some(k) = Key::from_bytes(name.raw()) {
+        return Some(k);
+    }
+    memchr::memchr(b'\\', name.raw())?;
+    let mut buf = [0u8; MAX_KEY_LEN];
+    let text = name.unescape_into(&mut buf).ok()?;
+    Key::from_bytes(text.as_bytes())
+}
+
+/// The event type a `type` value names.
+fn type_of(name: JsonStr<'_>) -> Option<EventType> {
+    if let Some(t) = EventType::from_bytes(name.raw()) {
+        return Some(t);
+    }
+    let mut buf = [0u8; MAX_KEY_LEN];
+    let text = name.unescape_into(&mut buf).ok()?;
+    EventType::from_bytes(text.as_bytes())
+}
+
+/// Decodes and validates one event. `Ok(None)` is an event the dialect
+/// ignores (V1 drops unknown event types).
+///
+/// ```
+/// use agui_stream::{decode, DecodeError, Dialect, Limits};
+/// let ok = decode(br#"{"runId":"r","type":"RUN_STARTED","threadId":"t"}"#, Dialect::V1, Limits::new());
+/// assert!(ok.unwrap().is_some());
+/// let unknown = decode(br#"{"type":"custom"}"#, Dialect::V1, Limits::new());
+/// assert!(unknown.unwrap().is_none());
+/// let bad = decode(br#"{"type":"RUN_STARTED","threadId":1,"runId":"r"}"#, Dialect::V1, Limits::new());
+/// assert!(matches!(bad, Err(DecodeError::Schema(_))));
+/// ```
+pub fn decode(
+    payload: &[u8],
+    dialect: Dialect,
+    limits: Limits,
+) -> Result<Option<Event<'_>>, DecodeError> {
+    let root = RawJson::parse(payload, limits).map_err(DecodeError::Json)?;
+    decode_value(root, dialect)
+}
+
+/// [`decode`] for a value already validated as JSON.
+pub(crate) fn decode_value(
+    root: RawJson<'_>,
+    dialect: Dialect,
+) -> Result<Option<Event<'_>>, DecodeError> {
+    let schema_err = |event, object, field, problem| {
+        DecodeError::Schema(SchemaError {
+            event,
+            object,
+            field,
+            problem,
+        })
+    };
+    if root.kind() != JsonKind::Object {
+        return Err(schema_err(None, "event", "", SchemaProblem::NotAnObject));
+    }
+    // One pass over the members: the last value of each known name.
+    let mut values = [None; KEY_COUNT];
+    for (name, value) in root.members() {
+        if let Some(slot) = key_of(name).and_then(|k| values.get_mut(k as usize)) {
+            *slot = Some(value);
+        }
+    }
+    let type_value = values
+        .get(Key::Type as usize)
+        .copied()
+        .flatten()
+        .and_then(|v| v.as_str())
+        .filter(|s| !s.is_empty());
+    let Some(type_name) = type_value else {
+        return Err(schema_err(
+            None,
+            "event",
+            "type",
+            SchemaProblem::MissingType,
+        ));
+    };
+    let Some(ty) = type_of(type_name) else {
+        return match dialect {
+            Dialect::V1 => Ok(None),
+            Dialect::V0 => Err(schema_err(
+                None,
+                "event",
+                "type",
+                SchemaProblem::UnknownType,
+            )),
+        };
+    };
+    let mut event = Event::empty(ty, dialect, Some(root));
+    for f in schema::event_fields(dialect, ty) {
+        let site = Site {
+            object: "event",
+            field: f.key.as_str(),
+        };
+        let value = values.get(f.key as usize).copied().flatten();
+        let checked = schema::present(value, f.presence, site).and_then(|v| match v {
+            Some(v) => schema::check(v, &f.shape, site).map(|verdict| match verdict {
+                Verdict::Keep => Some(v),
+                Verdict::Drop => None,
+            }),
+            None => Ok(None),
+        });
+        match checked {
+            Ok(v) => event.set(f.key, v),
+            Err((site, problem)) => {
+                return Err(schema_err(Some(ty), site.object, site.field, problem));
+            }
+        }
+    }
+    Ok(Some(event))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v1(s: &str) -> Result<Option<Event<'_>>, DecodeError> {
+        decode(s.as_bytes(), Dialect::V1, Limits::new())
+    }
+    fn v0(s: &str) -> Result<Option<Event<'_>>, DecodeError> {
+        decode(s.as_bytes(), Dialect::V0, Limits::new())
+    }
+    fn problem(r: Result<Option<Event<'_>>, DecodeError>) -> SchemaProblem {
+        match r {
+            Err(DecodeError::Schema(e)) => e.problem,
+            other => panic!("expected a schema error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn type_anywhere_and_last_wins() {
+        let e =
+            v1(r#"{"messageId":"a","type":"CUSTOM","type":"TEXT_MESSAGE_END","messageId":"b"}"#)
+                .unwrap()
+                .unwrap();
+        assert_eq!(e.event_type(), EventType::TextMessageEnd);
+        assert!(e.message_id().unwrap().eq_str("b"));
+        let e = v1(r#"{"\u0074ype":"TEXT_MESSAGE_\u0045ND","message\u0049d":"x"}"#)
+            .unwrap()
+            .unwrap();
+        assert_eq!(e.event_type(), EventType::TextMessageEnd);
+        assert!(e.message_id().is_some());
+    }
+
+    #[test]
+    fn frame_shape_errors() {
+        assert_eq!(problem(v1("[]")), SchemaProblem::NotAnObject);
+        assert_eq!(problem(v1("null")), SchemaProblem::NotAnObject);
+        assert_eq!(problem(v1("{}")), SchemaProblem::MissingType);
+        assert_eq!(problem(v1(r#"{"type":""}"#)), SchemaProblem::MissingType);
+        assert_eq!(problem(v1(r#"{"type":5}"#)), SchemaProblem::MissingType);
+        assert!(v1(r#"{"type":"custom"}"#).unwrap().is_none());
+        assert_eq!(
+            problem(v0(r#"{"type":"custom"}"#)),
+            SchemaProblem::UnknownType
+        );
+        assert!(matches!(v1("{"), Err(DecodeError::Json(_))));
+    }
+
+    #[test]
+    fn null_rules() {
+        // rawEvent: null is absent in V1, kept in V0.
+        let s = r#"{"type":"RUN_STARTED","threadId":"t","runId":"r","rawEvent":null}"#;
+        assert!(v1(s).unwrap().unwrap().raw_event().is_none());
+        assert!(v0(s).unwrap().unwrap().raw_event().unwrap().is_null());
+        // metadata: null is an error in both.
+        let s = r#"{"type":"RUN_STARTED","threadId":"t","runId":"r","metadata":null}"#;
+        assert_eq!(
+            problem(v1(s)),
+            SchemaProblem::WrongKind {
+                expected: "object",
+                found: JsonKind::Null
+            }
+        );
+        assert!(v0(s).is_err());
+        // parentMessageId: null means absent in both.
+        let s = r#"{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"f","parentMessageId":null}"#;
+        assert!(v1(s).unwrap().unwrap().parent_message_id().is_none());
+        assert!(v0(s).unwrap().unwrap().parent_message_id().is_none());
+        // subagentRunId: null is an error in V1.
+        let s = r#"{"type":"TEXT_MESSAGE_END","messageId":"m","subagentRunId":null}"#;
+        assert!(v1(s).is_err());
+        // outcome: null is absent.
+        let s = r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":null}"#;
+        assert!(v1(s).unwrap().unwrap().outcome().is_none());
+        assert!(v0(s).unwrap().unwrap().outcome().is_none());
+        // timestamp: null is an error in both.
+        let s = r#"{"type":"TEXT_MESSAGE_END","messageId":"m","timestamp":null}"#;
+        assert!(v1(s).is_err());
+        assert!(v0(s).is_err());
+    }
+
+    #[test]
+    fn defaults() {
+        let s = r#"{"type":"TEXT_MESSAGE_START","messageId":"m"}"#;
+        assert!(v1(s).unwrap().unwrap().role().is_none());
+        assert!(v0(s).unwrap().unwrap().role().unwrap().eq_str("assistant"));
+        let s = r#"{"type":"ACTIVITY_SNAPSHOT","messageId":"m","activityType":"a","content":{}}"#;
+        assert_eq!(v1(s).unwrap().unwrap().replace(), None);
+        assert_eq!(v0(s).unwrap().unwrap().replace(), Some(true));
+    }
+
+    #[test]
+    fn integers_in_v1_only() {
+        let s = r#"{"type":"TEXT_MESSAGE_END","messageId":"m","timestamp":1.5}"#;
+        assert_eq!(problem(v1(s)), SchemaProblem::NotInteger);
+        assert!(v0(s).is_ok());
+        let s = r#"{"type":"TEXT_MESSAGE_END","messageId":"m","timestamp":9007199254740993}"#;
+        assert_eq!(problem(v1(s)), SchemaProblem::NotSafeInteger);
+        let s = r#"{"type":"TEXT_MESSAGE_END","messageId":"m","timestamp":2.0}"#;
+        assert_eq!(v1(s).unwrap().unwrap().timestamp(), Some(2.0));
+    }
+
+    #[test]
+    fn unknown_outcome_reads_as_absent_in_v1() {
+        let s = r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"paused"}}"#;
+        assert!(v1(s).unwrap().unwrap().outcome().is_none());
+        assert_eq!(problem(v0(s)), SchemaProblem::UnknownVariant);
+    }
+}

@@ -1,0 +1,385 @@
+//! Writing events as JSON, without allocation.
+//!
+//! The encoder walks the same schema tables the decoder checks against, so
+//! it writes exactly what the dialect keeps: for [`Dialect::V1`] only the
+//! members the schema knows, at every depth, with unrecognised union members
+//! left out; for [`Dialect::V0`] the event's unknown top-level members too
+//! (nested objects are stripped, as zod v3 strips them). Strings are written
+//! the way `JSON.stringify` writes them (invalid UTF-8 as U+FFFD, lone
+//! surrogates as `\udxxx`); numbers are copied as written.
+
+use core::fmt;
+
+use crate::event::Event;
+use crate::event_type::Key;
+use crate::json::{JsonKind, RawJson, Token, Tokens};
+use crate::schema::{self, Dialect, Extra, Obj, Presence, Shape, Site, Verdict};
+use crate::string::{JsonStr, encode_wtf8};
+
+/// Where the encoder writes.
+pub trait Write {
+    /// Appends `bytes`; fails if there is no room.
+    fn write_bytes(&mut self, bytes: &[u8]) -> Result<(), BufferFull>;
+}
+
+/// The output has no room left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct BufferFull;
+
+impl fmt::Display for BufferFull {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("output buffer full")
+    }
+}
+
+/// Writes into a byte slice, front to back.
+#[derive(Debug)]
+pub struct SliceWriter<'b> {
+    buf: &'b mut [u8],
+    len: usize,
+}
+
+impl<'b> SliceWriter<'b> {
+    /// An empty writer over `buf`.
+    pub fn new(buf: &'b mut [u8]) -> Self {
+        SliceWriter { buf, len: 0 }
+    }
+
+    /// The bytes written so far.
+    pub fn written(&self) -> &[u8] {
+        self.buf.get(..self.len).unwrap_or_default()
+    }
+
+    /// Number of bytes written so far.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True if nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Write for SliceWriter<'_> {
+    fn write_bytes(&mut self, bytes: &[u8]) -> Result<(), BufferFull> {
+        let end = self.len.checked_add(bytes.len()).ok_or(BufferFull)?;
+        self.buf
+            .get_mut(self.len..end)
+            .ok_or(BufferFull)?
+            .copy_from_slice(bytes);
+        self.len = end;
+        Ok(())
+    }
+}
+
+impl<const N: usize> Write for heapless::Vec<u8, N> {
+    fn write_bytes(&mut self, bytes: &[u8]) -> Result<(), BufferFull> {
+        self.extend_from_slice(bytes).map_err(|_| BufferFull)
+    }
+}
+
+/// Adapts any [`core::fmt::Write`] (the encoder only ever writes whole UTF-8
+/// sequences, so every piece is a `str`).
+#[derive(Debug)]
+pub struct FmtWriter<W>(pub W);
+
+impl<W: fmt::Write> Write for FmtWriter<W> {
+    fn write_bytes(&mut self, bytes: &[u8]) -> Result<(), BufferFull> {
+        let s = core::str::from_utf8(bytes).map_err(|_| BufferFull)?;
+        self.0.write_str(s).map_err(|_| BufferFull)
+    }
+}
+
+#[cfg(feature = "std")]
+impl Write for std::vec::Vec<u8> {
+    fn write_bytes(&mut self, bytes: &[u8]) -> Result<(), BufferFull> {
+        self.extend_from_slice(bytes);
+        Ok(())
+    }
+}
+
+/// Writes `event` as one line of compact JSON (no trailing newline).
+///
+/// ```
+/// use agui_stream::{decode, encode_to_slice, Dialect, Limits};
+/// let ev = decode(br#"{"type":"TEXT_MESSAGE_END","messageId":"m\u0031","x":1}"#,
+///                 Dialect::V1, Limits::new()).unwrap().unwrap();
+/// let mut buf = [0u8; 64];
+/// let n = encode_to_slice(&ev, &mut buf).unwrap();
+/// assert_eq!(&buf[..n], br#"{"type":"TEXT_MESSAGE_END","messageId":"m1"}"#);
+/// ```
+pub fn encode<W: Write + ?Sized>(event: &Event<'_>, out: &mut W) -> Result<(), BufferFull> {
+    let dialect = event.dialect();
+    out.write_bytes(b"{\"type\":\"")?;
+    out.write_bytes(event.event_type().as_str().as_bytes())?;
+    out.write_bytes(b"\"")?;
+    let fields = schema::event_fields(dialect, event.event_type());
+    for f in fields {
+        if let Some(v) = event.get(f.key) {
+            out.write_bytes(b",\"")?;
+            out.write_bytes(f.key.as_str().as_bytes())?;
+            out.write_bytes(b"\":")?;
+            write_shaped(v, &f.shape, out)?;
+        }
+    }
+    if let (Dialect::V0, Some(object)) = (dialect, event.object()) {
+        for (name, value) in object.members() {
+            // zod v3 copies passthrough members onto a fresh object by
+            // assignment, so a `__proto__` member sets the prototype
+            // instead of surviving as data.
+            let dropped = name.eq_str(Key::Type.as_str())
+                || name.eq_str("__proto__")
+                || fields.iter().any(|f| name.eq_str(f.key.as_str()));
+            if !dropped {
+                out.write_bytes(b",")?;
+                write_str(name, out)?;
+                out.write_bytes(b":")?;
+                write_any(value, out)?;
+            }
+        }
+    }
+    out.write_bytes(b"}")
+}
+
+/// [`encode`] into a slice; returns the length written.
+pub fn encode_to_slice(event: &Event<'_>, buf: &mut [u8]) -> Result<usize, BufferFull> {
+    let mut w = SliceWriter::new(buf);
+    encode(event, &mut w)?;
+    Ok(w.len())
+}
+
+const NO_SITE: Site = Site {
+    object: "",
+    field: "",
+};
+
+/// Writes a value the schema describes by `shape`, stripping what it does not know.
+fn write_shaped<W: Write + ?Sized>(
+    v: RawJson<'_>,
+    shape: &Shape,
+    out: &mut W,
+) -> Result<(), BufferFull> {
+    match *shape {
+        Shape::Object(o) if v.kind() == JsonKind::Object => write_object(v, o, None, out),
+        Shape::Union(u) if v.kind() == JsonKind::Object => match schema::variant(v, u) {
+            Some(o) => write_object(v, o, Some(u.tag), out),
+            None => write_any(v, out),
+        },
+        Shape::Array(item) | Shape::NonEmptyArray(item) if v.kind() == JsonKind::Array => {
+            out.write_bytes(b"[")?;
+            let mut first = true;
+            for e in v.elements() {
+                if matches!(schema::check(e, item, NO_SITE), Ok(Verdict::Drop)) {
+                    continue;
+                }
+                if !first {
+                    out.write_bytes(b",")?;
+                }
+                first = false;
+                write_shaped(e, item, out)?;
+            }
+            out.write_bytes(b"]")
+        }
+        Shape::StrOr(inner) if v.kind() != JsonKind::String => write_shaped(v, inner, out),
+        _ => write_any(v, out),
+    }
+}
+
+fn write_object<W: Write + ?Sized>(
+    v: RawJson<'_>,
+    o: &Obj,
+    tag: Option<&'static str>,
+    out: &mut W,
+) -> Result<(), BufferFull> {
+    let (slots, _) = schema::collect(v, o);
+    out.write_bytes(b"{")?;
+    let mut first = true;
+    let mut member = |name: JsonStr<'_>, out: &mut W| -> Result<(), BufferFull> {
+        if !first {
+            out.write_bytes(b",")?;
+        }
+        first = false;
+        write_str(name, out)?;
+        out.write_bytes(b":")
+    };
+    if let Some((tag, t)) = tag.and_then(|tag| Some((tag, v.get(tag)?))) {
+        member(JsonStr::from_escaped(tag.as_bytes()), out)?;
+        write_any(t, out)?;
+    }
+    for (f, slot) in o.fields.iter().zip(slots) {
+        let value = match (slot, f.presence) {
+            (Some(s), Presence::NullAbsent) if s.is_null() => None,
+            (None, Presence::Default(d)) => Some(d),
+            (s, _) => s,
+        };
+        let Some(value) = value else { continue };
+        if matches!(schema::check(value, &f.shape, NO_SITE), Ok(Verdict::Drop)) {
+            continue;
+        }
+        member(JsonStr::from_escaped(f.name.as_bytes()), out)?;
+        write_shaped(value, &f.shape, out)?;
+    }
+    if o.extra == Extra::Keep {
+        for (name, value) in v.members() {
+            let listed =
+                tag.is_some_and(|t| name.eq_str(t)) || o.fields.iter().any(|f| name.eq_str(f.name));
+            if !listed {
+                member(name, out)?;
+                write_any(value, out)?;
+            }
+        }
+    }
+    out.write_bytes(b"}")
+}
+
+/// Writes any value compactly, strings re-escaped, numbers as written.
+pub(crate) fn write_any<W: Write + ?Sized>(v: RawJson<'_>, out: &mut W) -> Result<(), BufferFull> {
+    for t in Tokens::new(v) {
+        match t {
+            Token::Open(b) | Token::Close(b) => out.write_bytes(&[b])?,
+            Token::Comma => out.write_bytes(b",")?,
+            Token::Colon => out.write_bytes(b":")?,
+            Token::Str(s) => write_str(s, out)?,
+            Token::Scalar(s) => out.write_bytes(s)?,
+        }
+    }
+    Ok(())
+}
+
+/// Writes a string (with quotes) the way `JSON.stringify` does.
+pub fn write_str<W: Write + ?Sized>(s: JsonStr<'_>, out: &mut W) -> Result<(), BufferFull> {
+    out.write_bytes(b"\"")?;
+    if let Some(plain) = s.as_str() {
+        // No escapes and valid UTF-8: a JSON string's raw bytes hold no quote
+        // or control character, so they are already in JSON.stringify form.
+        out.write_bytes(plain.as_bytes())?;
+    } else {
+        for c in s.chars() {
+            write_char(c, out)?;
+        }
+    }
+    out.write_bytes(b"\"")
+}
+
+fn write_char<W: Write + ?Sized>(c: u32, out: &mut W) -> Result<(), BufferFull> {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let short: &[u8] = match c {
+        0x22 => b"\\\"",
+        0x5C => b"\\\\",
+        0x08 => b"\\b",
+        0x0C => b"\\f",
+        0x0A => b"\\n",
+        0x0D => b"\\r",
+        0x09 => b"\\t",
+        _ => b"",
+    };
+    if !short.is_empty() {
+        return out.write_bytes(short);
+    }
+    if c < 0x20 || (0xD800..=0xDFFF).contains(&c) {
+        let hex = |shift: u32| {
+            HEX.get(((c >> shift) & 0xF) as usize)
+                .copied()
+                .unwrap_or(b'0')
+        };
+        return out.write_bytes(&[b'\\', b'u', hex(12), hex(8), hex(4), hex(0)]);
+    }
+    let mut tmp = [0u8; 4];
+    out.write_bytes(encode_wtf8(c, &mut tmp))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::decode;
+    use crate::json::Limits;
+    extern crate std;
+    use std::string::String;
+    use std::vec::Vec;
+
+    fn enc(s: &str, d: Dialect) -> String {
+        let ev = decode(s.as_bytes(), d, Limits::new()).unwrap().unwrap();
+        let mut out = Vec::new();
+        encode(&ev, &mut VecW(&mut out)).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    struct VecW<'v>(&'v mut Vec<u8>);
+    impl Write for VecW<'_> {
+        fn write_bytes(&mut self, b: &[u8]) -> Result<(), BufferFull> {
+            self.0.extend_from_slice(b);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn strips_in_v1_keeps_in_v0() {
+        let s = r#"{"type":"TEXT_MESSAGE_START","messageId":"m","x":{"y":1},"role":"user"}"#;
+        assert_eq!(
+            enc(s, Dialect::V1),
+            r#"{"type":"TEXT_MESSAGE_START","messageId":"m","role":"user"}"#
+        );
+        assert_eq!(
+            enc(s, Dialect::V0),
+            r#"{"type":"TEXT_MESSAGE_START","messageId":"m","role":"user","x":{"y":1}}"#
+        );
+    }
+
+    #[test]
+    fn nested_shapes_are_stripped_and_dropped() {
+        let s = r#"{"type":"MESSAGES_SNAPSHOT","messages":[
+            {"id":"a","role":"assistant","extra":1,"toolCalls":[{"id":"c","type":"function","index":0,"function":{"name":"f","arguments":"{}","strict":true}}]},
+            {"id":"f","role":"function","content":"x"},
+            {"id":"u","role":"user","content":[{"type":"text","text":"hi"},{"type":"hologram"}]}]}"#;
+        assert_eq!(
+            enc(s, Dialect::V1),
+            concat!(
+                r#"{"type":"MESSAGES_SNAPSHOT","messages":["#,
+                r#"{"role":"assistant","id":"a","toolCalls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},"#,
+                r#"{"role":"user","id":"u","content":[{"type":"text","text":"hi"}]}]}"#
+            )
+        );
+    }
+
+    #[test]
+    fn patch_operations_keep_extra_members_and_drop_unknown_ops() {
+        let s = r#"{"type":"STATE_DELTA","delta":[{"op":"remove","path":"/a","value":1},{"op":"frob","path":"/b"}]}"#;
+        assert_eq!(
+            enc(s, Dialect::V1),
+            r#"{"type":"STATE_DELTA","delta":[{"op":"remove","path":"/a","value":1}]}"#
+        );
+    }
+
+    #[test]
+    fn defaults_are_written() {
+        let s = r#"{"type":"RUN_STARTED","threadId":"t","runId":"r","input":{"threadId":"t","runId":"r","messages":[],"state":null}}"#;
+        assert_eq!(
+            enc(s, Dialect::V1),
+            r#"{"type":"RUN_STARTED","threadId":"t","runId":"r","input":{"threadId":"t","runId":"r","messages":[],"tools":[],"context":[]}}"#
+        );
+    }
+
+    #[test]
+    fn strings_are_written_like_json_stringify() {
+        let s = "{\"type\":\"CUSTOM\",\"name\":\"a\\u0000\\/\\ud83d\\ude00\\udc00\u{FFFD}\",\"value\":[\"\\u00e9\",1.50]}";
+        assert_eq!(
+            enc(s, Dialect::V1),
+            "{\"type\":\"CUSTOM\",\"name\":\"a\\u0000/😀\\udc00\u{FFFD}\",\"value\":[\"é\",1.50]}"
+        );
+    }
+
+    #[test]
+    fn slice_writer_reports_full() {
+        let ev = decode(
+            br#"{"type":"TEXT_MESSAGE_END","messageId":"m"}"#,
+            Dialect::V1,
+            Limits::new(),
+        )
+        .unwrap()
+        .unwrap();
+        let mut small = [0u8; 10];
+        assert_eq!(encode_to_slice(&ev, &mut small), Err(BufferFull));
+    }
+}

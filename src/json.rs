@@ -1,0 +1,908 @@
+//! JSON syntax: a non-recursive validator and cursors over validated values.
+//!
+//! [`validate`] checks one JSON text (RFC 8259, as `JSON.parse` accepts it)
+//! in a single pass with an explicit bit stack, so nesting costs one bit per
+//! level and never a call-stack frame. [`RawJson`] is a value that passed
+//! that check; its [`members`](RawJson::members) and
+//! [`elements`](RawJson::elements) iterators walk it without re-validating.
+//!
+//! Bytes ≥ 0x80 inside strings are accepted whatever they are: the reference
+//! decodes the stream as UTF-8 with replacement, so an invalid sequence is a
+//! U+FFFD in a string, not an error. Outside strings any such byte is a
+//! syntax error, as it is for `JSON.parse`.
+
+use core::fmt;
+
+use crate::string::JsonStr;
+
+/// The deepest nesting [`validate`] can track; [`Limits::max_depth`] may not
+/// exceed it. Costs `MAX_DEPTH / 8` bytes of stack while validating.
+pub const MAX_DEPTH: usize = 4096;
+
+/// The default nesting limit: the reference accepts 1000 levels, so we do too.
+pub const DEFAULT_MAX_DEPTH: usize = 1024;
+
+/// Why a JSON text was rejected, and where (byte offset into the text).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct JsonError {
+    /// What was wrong.
+    pub kind: JsonErrorKind,
+    /// Byte offset into the JSON text.
+    pub offset: usize,
+}
+
+/// The kinds of [`JsonError`]. Messages follow V8's `JSON.parse` wording.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum JsonErrorKind {
+    /// The text ended inside a value (or was empty).
+    UnexpectedEnd,
+    /// A byte that cannot start or continue a value here.
+    UnexpectedToken(u8),
+    /// A complete value followed by more than whitespace.
+    TrailingCharacters,
+    /// A raw control character (U+0000–U+001F) inside a string.
+    ControlCharacter,
+    /// A backslash followed by something that is not a JSON escape.
+    BadEscape,
+    /// `\u` not followed by four hex digits.
+    BadUnicodeEscape,
+    /// A malformed number (`-`, `01`, `1.`, `1e`).
+    BadNumber,
+    /// Nesting deeper than the configured limit. A capacity limit, not a
+    /// syntax error: the reference would accept the text.
+    TooDeep {
+        /// The limit in force.
+        limit: usize,
+    },
+}
+
+impl fmt::Display for JsonError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let at = self.offset;
+        match self.kind {
+            JsonErrorKind::UnexpectedEnd => f.write_str("Unexpected end of JSON input"),
+            JsonErrorKind::UnexpectedToken(b) if b.is_ascii_graphic() => {
+                write!(
+                    f,
+                    "Unexpected token '{}' in JSON at position {at}",
+                    b as char
+                )
+            }
+            JsonErrorKind::UnexpectedToken(b) => {
+                write!(f, "Unexpected byte 0x{b:02x} in JSON at position {at}")
+            }
+            JsonErrorKind::TrailingCharacters => write!(
+                f,
+                "Unexpected non-whitespace character after JSON at position {at}"
+            ),
+            JsonErrorKind::ControlCharacter => write!(
+                f,
+                "Bad control character in string literal in JSON at position {at}"
+            ),
+            JsonErrorKind::BadEscape => {
+                write!(f, "Bad escaped character in JSON at position {at}")
+            }
+            JsonErrorKind::BadUnicodeEscape => {
+                write!(f, "Bad Unicode escape in JSON at position {at}")
+            }
+            JsonErrorKind::BadNumber => write!(f, "Invalid number in JSON at position {at}"),
+            JsonErrorKind::TooDeep { limit } => write!(
+                f,
+                "JSON nesting deeper than the limit of {limit} levels at position {at}"
+            ),
+        }
+    }
+}
+
+/// Limits applied while validating.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Limits {
+    /// Deepest allowed nesting of arrays and objects (clamped to [`MAX_DEPTH`]).
+    pub max_depth: usize,
+}
+
+impl Limits {
+    /// The defaults: [`DEFAULT_MAX_DEPTH`].
+    pub const fn new() -> Self {
+        Limits {
+            max_depth: DEFAULT_MAX_DEPTH,
+        }
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A fixed-capacity stack of container kinds, one bit per level.
+struct BitStack {
+    words: [u64; MAX_DEPTH / 64],
+    depth: usize,
+}
+
+impl BitStack {
+    /// Pushes `is_object`; false if full.
+    fn push(&mut self, is_object: bool) -> bool {
+        let (w, b) = (self.depth / 64, self.depth % 64);
+        let Some(word) = self.words.get_mut(w) else {
+            return false;
+        };
+        if is_object {
+            *word |= 1 << b;
+        } else {
+            *word &= !(1 << b);
+        }
+        self.depth += 1;
+        true
+    }
+
+    /// The kind on top: Some(true) object, Some(false) array, None empty.
+    fn top(&self) -> Option<bool> {
+        let d = self.depth.checked_sub(1)?;
+        let word = self.words.get(d / 64)?;
+        Some(word & (1 << (d % 64)) != 0)
+    }
+
+    fn pop(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+    }
+}
+
+#[inline]
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+#[inline]
+fn skip_ws(src: &[u8], mut i: usize) -> usize {
+    while let Some(&b) = src.get(i) {
+        if !is_ws(b) {
+            break;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// Validates that `src` is exactly one JSON value surrounded by optional
+/// whitespace. Linear time, constant memory, no recursion.
+///
+/// ```
+/// use agui_stream::json::{validate, Limits};
+/// assert!(validate(br#" {"a":[1,2,{"b":null}]} "#, Limits::new()).is_ok());
+/// assert!(validate(br#"{"a":01}"#, Limits::new()).is_err());
+/// ```
+pub fn validate(src: &[u8], limits: Limits) -> Result<(), JsonError> {
+    let max_depth = limits.max_depth.min(MAX_DEPTH);
+    let mut stack = BitStack {
+        words: [0; MAX_DEPTH / 64],
+        depth: 0,
+    };
+    let err = |kind, offset| Err(JsonError { kind, offset });
+    let mut i = skip_ws(src, 0);
+    'value: loop {
+        // A value starts at `i`.
+        let Some(&b) = src.get(i) else {
+            return err(JsonErrorKind::UnexpectedEnd, i);
+        };
+        match b {
+            b'{' | b'[' => {
+                if stack.depth >= max_depth || !stack.push(b == b'{') {
+                    return err(JsonErrorKind::TooDeep { limit: max_depth }, i);
+                }
+                i = skip_ws(src, i + 1);
+                let close = if b == b'{' { b'}' } else { b']' };
+                if src.get(i) == Some(&close) {
+                    stack.pop();
+                    i += 1;
+                } else if b == b'{' {
+                    i = object_key(src, i)?;
+                    continue 'value;
+                } else {
+                    continue 'value;
+                }
+            }
+            b'"' => i = string_end(src, i)?,
+            b't' => i = literal(src, i, b"true")?,
+            b'f' => i = literal(src, i, b"false")?,
+            b'n' => i = literal(src, i, b"null")?,
+            b'-' | b'0'..=b'9' => i = number_end(src, i)?,
+            other => return err(JsonErrorKind::UnexpectedToken(other), i),
+        }
+        // After a complete value: close containers or move to the next one.
+        loop {
+            i = skip_ws(src, i);
+            let Some(in_object) = stack.top() else {
+                break 'value;
+            };
+            match src.get(i) {
+                None => return err(JsonErrorKind::UnexpectedEnd, i),
+                Some(b',') => {
+                    i = skip_ws(src, i + 1);
+                    if in_object {
+                        i = object_key(src, i)?;
+                    }
+                    continue 'value;
+                }
+                Some(b'}') if in_object => {
+                    stack.pop();
+                    i += 1;
+                }
+                Some(b']') if !in_object => {
+                    stack.pop();
+                    i += 1;
+                }
+                Some(&other) => return err(JsonErrorKind::UnexpectedToken(other), i),
+            }
+        }
+    }
+    if i < src.len() {
+        return err(JsonErrorKind::TrailingCharacters, i);
+    }
+    Ok(())
+}
+
+/// Parses `"key"` `:` at `i` and returns the position of the value after it.
+fn object_key(src: &[u8], i: usize) -> Result<usize, JsonError> {
+    match src.get(i) {
+        Some(b'"') => {}
+        Some(&other) => {
+            return Err(JsonError {
+                kind: JsonErrorKind::UnexpectedToken(other),
+                offset: i,
+            });
+        }
+        None => {
+            return Err(JsonError {
+                kind: JsonErrorKind::UnexpectedEnd,
+                offset: i,
+            });
+        }
+    }
+    let i = skip_ws(src, string_end(src, i)?);
+    match src.get(i) {
+        Some(b':') => Ok(skip_ws(src, i + 1)),
+        Some(&other) => Err(JsonError {
+            kind: JsonErrorKind::UnexpectedToken(other),
+            offset: i,
+        }),
+        None => Err(JsonError {
+            kind: JsonErrorKind::UnexpectedEnd,
+            offset: i,
+        }),
+    }
+}
+
+fn literal(src: &[u8], i: usize, word: &[u8]) -> Result<usize, JsonError> {
+    for (k, &w) in word.iter().enumerate() {
+        match src.get(i + k) {
+            Some(&b) if b == w => {}
+            Some(&b) => {
+                return Err(JsonError {
+                    kind: JsonErrorKind::UnexpectedToken(b),
+                    offset: i + k,
+                });
+            }
+            None => {
+                return Err(JsonError {
+                    kind: JsonErrorKind::UnexpectedEnd,
+                    offset: i + k,
+                });
+            }
+        }
+    }
+    Ok(i + word.len())
+}
+
+/// Validates the string starting at the quote at `i`; returns the position
+/// after its closing quote.
+fn string_end(src: &[u8], i: usize) -> Result<usize, JsonError> {
+    let mut j = i + 1;
+    loop {
+        // Jump to the next quote or backslash; check the run for controls.
+        let rest = src.get(j..).unwrap_or_default();
+        let Some(k) = memchr::memchr2(b'"', b'\\', rest) else {
+            if let Some(c) = rest.iter().position(|&b| b < 0x20) {
+                return Err(JsonError {
+                    kind: JsonErrorKind::ControlCharacter,
+                    offset: j + c,
+                });
+            }
+            return Err(JsonError {
+                kind: JsonErrorKind::UnexpectedEnd,
+                offset: src.len(),
+            });
+        };
+        if let Some(c) = rest
+            .get(..k)
+            .and_then(|run| run.iter().position(|&b| b < 0x20))
+        {
+            return Err(JsonError {
+                kind: JsonErrorKind::ControlCharacter,
+                offset: j + c,
+            });
+        }
+        j += k;
+        if src.get(j) == Some(&b'"') {
+            return Ok(j + 1);
+        }
+        // A backslash.
+        match src.get(j + 1) {
+            Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => j += 2,
+            Some(b'u') => {
+                for h in 0..4 {
+                    match src.get(j + 2 + h) {
+                        Some(b) if b.is_ascii_hexdigit() => {}
+                        None => {
+                            return Err(JsonError {
+                                kind: JsonErrorKind::UnexpectedEnd,
+                                offset: src.len(),
+                            });
+                        }
+                        Some(_) => {
+                            return Err(JsonError {
+                                kind: JsonErrorKind::BadUnicodeEscape,
+                                offset: j + 2 + h,
+                            });
+                        }
+                    }
+                }
+                j += 6;
+            }
+            Some(_) => {
+                return Err(JsonError {
+                    kind: JsonErrorKind::BadEscape,
+                    offset: j + 1,
+                });
+            }
+            None => {
+                return Err(JsonError {
+                    kind: JsonErrorKind::UnexpectedEnd,
+                    offset: src.len(),
+                });
+            }
+        }
+    }
+}
+
+fn digits_end(src: &[u8], mut i: usize) -> usize {
+    while src.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    i
+}
+
+/// Validates the number starting at `i`; returns the position after it.
+fn number_end(src: &[u8], start: usize) -> Result<usize, JsonError> {
+    let bad = |offset| {
+        Err(JsonError {
+            kind: if offset >= src.len() {
+                JsonErrorKind::UnexpectedEnd
+            } else {
+                JsonErrorKind::BadNumber
+            },
+            offset,
+        })
+    };
+    let mut i = start;
+    if src.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    match src.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => i = digits_end(src, i + 1),
+        _ => return bad(i),
+    }
+    if src.get(i) == Some(&b'.') {
+        let j = digits_end(src, i + 1);
+        if j == i + 1 {
+            return bad(j);
+        }
+        i = j;
+    }
+    if matches!(src.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(src.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let j = digits_end(src, i);
+        if j == i {
+            return bad(j);
+        }
+        i = j;
+    }
+    Ok(i)
+}
+
+/// The syntactic kind of a JSON value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum JsonKind {
+    /// `null`
+    Null,
+    /// `true` / `false`
+    Bool,
+    /// a number
+    Number,
+    /// a string
+    String,
+    /// an array
+    Array,
+    /// an object
+    Object,
+}
+
+impl JsonKind {
+    /// The kind's name as the reference's messages spell it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            JsonKind::Null => "null",
+            JsonKind::Bool => "boolean",
+            JsonKind::Number => "number",
+            JsonKind::String => "string",
+            JsonKind::Array => "array",
+            JsonKind::Object => "object",
+        }
+    }
+}
+
+/// A JSON value that has been validated: its exact bytes, without
+/// surrounding whitespace, borrowed from wherever it was read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct RawJson<'a> {
+    bytes: &'a [u8],
+}
+
+impl fmt::Debug for RawJson<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match core::str::from_utf8(self.bytes) {
+            Ok(s) => write!(f, "RawJson({s})"),
+            Err(_) => write!(f, "RawJson({:?})", self.bytes),
+        }
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for RawJson<'_> {
+    fn format(&self, f: defmt::Formatter) {
+        defmt::write!(f, "RawJson({=[u8]})", self.bytes)
+    }
+}
+
+impl<'a> RawJson<'a> {
+    /// Validates `src` (one JSON value, surrounding whitespace allowed).
+    ///
+    /// ```
+    /// use agui_stream::json::{JsonKind, Limits, RawJson};
+    /// let v = RawJson::parse(b" [1, true] ", Limits::new()).unwrap();
+    /// assert_eq!(v.kind(), JsonKind::Array);
+    /// assert_eq!(v.as_bytes(), b"[1, true]");
+    /// ```
+    pub fn parse(src: &'a [u8], limits: Limits) -> Result<Self, JsonError> {
+        validate(src, limits)?;
+        Ok(Self::trusted(src))
+    }
+
+    /// Wraps bytes already known to be one valid JSON value (trims whitespace).
+    pub(crate) fn trusted(src: &'a [u8]) -> Self {
+        let start = skip_ws(src, 0);
+        let mut end = src.len();
+        while end > start && src.get(end - 1).is_some_and(|&b| is_ws(b)) {
+            end -= 1;
+        }
+        RawJson {
+            bytes: src.get(start..end).unwrap_or_default(),
+        }
+    }
+
+    /// Constants used as defaults (`"assistant"`, `true`, `[]`).
+    pub(crate) const fn constant(bytes: &'static [u8]) -> RawJson<'static> {
+        RawJson { bytes }
+    }
+
+    /// The value's bytes exactly as written.
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// The value's kind, from its first byte.
+    pub fn kind(&self) -> JsonKind {
+        match self.bytes.first() {
+            Some(b'{') => JsonKind::Object,
+            Some(b'[') => JsonKind::Array,
+            Some(b'"') => JsonKind::String,
+            Some(b't' | b'f') => JsonKind::Bool,
+            Some(b'n') => JsonKind::Null,
+            _ => JsonKind::Number,
+        }
+    }
+
+    /// True for `null`.
+    pub fn is_null(&self) -> bool {
+        self.kind() == JsonKind::Null
+    }
+
+    /// The string, if this is one.
+    pub fn as_str(&self) -> Option<JsonStr<'a>> {
+        if self.kind() != JsonKind::String {
+            return None;
+        }
+        let inner = self.bytes.get(1..self.bytes.len().saturating_sub(1))?;
+        Some(JsonStr::from_escaped(inner))
+    }
+
+    /// The boolean, if this is one.
+    pub fn as_bool(&self) -> Option<bool> {
+        match self.bytes.first() {
+            Some(b't') => Some(true),
+            Some(b'f') => Some(false),
+            _ => None,
+        }
+    }
+
+    /// The number as a double, rounded as `JSON.parse` rounds it (overflow
+    /// gives ±infinity).
+    pub fn as_f64(&self) -> Option<f64> {
+        if self.kind() != JsonKind::Number {
+            return None;
+        }
+        core::str::from_utf8(self.bytes).ok()?.parse().ok()
+    }
+
+    /// Iterates an object's members in order (duplicates included).
+    pub fn members(&self) -> Members<'a> {
+        Members {
+            src: if self.kind() == JsonKind::Object {
+                self.bytes
+            } else {
+                &[]
+            },
+            pos: 1,
+        }
+    }
+
+    /// Iterates an array's elements in order.
+    pub fn elements(&self) -> Elements<'a> {
+        Elements {
+            src: if self.kind() == JsonKind::Array {
+                self.bytes
+            } else {
+                &[]
+            },
+            pos: 1,
+        }
+    }
+
+    /// The last member named `key` (last one wins, as in `JSON.parse`).
+    pub fn get(&self, key: &str) -> Option<RawJson<'a>> {
+        self.members()
+            .filter(|(k, _)| k.eq_str(key))
+            .last()
+            .map(|(_, v)| v)
+    }
+
+    /// Number of elements of an array or members of an object (0 otherwise).
+    pub fn len(&self) -> usize {
+        match self.kind() {
+            JsonKind::Array => self.elements().count(),
+            JsonKind::Object => self.members().count(),
+            _ => 0,
+        }
+    }
+
+    /// True if `len() == 0`.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Position after the string whose opening quote is at `i` (validated input).
+fn skip_string(src: &[u8], i: usize) -> usize {
+    let mut j = i + 1;
+    loop {
+        let Some(k) = src.get(j..).and_then(|r| memchr::memchr2(b'"', b'\\', r)) else {
+            return src.len();
+        };
+        j += k;
+        if src.get(j) == Some(&b'"') {
+            return j + 1;
+        }
+        j += 2;
+    }
+}
+
+/// Position after the value starting at `i` (validated input).
+pub(crate) fn skip_value(src: &[u8], i: usize) -> usize {
+    match src.get(i) {
+        Some(b'"') => skip_string(src, i),
+        Some(b'{' | b'[') => {
+            let mut depth = 0usize;
+            let mut j = i;
+            while let Some(&b) = src.get(j) {
+                match b {
+                    b'"' => {
+                        j = skip_string(src, j);
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            return j + 1;
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            src.len()
+        }
+        Some(_) => {
+            let mut j = i;
+            while src
+                .get(j)
+                .is_some_and(|&b| !matches!(b, b',' | b'}' | b']') && !is_ws(b))
+            {
+                j += 1;
+            }
+            j
+        }
+        None => i,
+    }
+}
+
+/// Iterator over an object's members; see [`RawJson::members`].
+#[derive(Clone, Debug)]
+pub struct Members<'a> {
+    src: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Iterator for Members<'a> {
+    type Item = (JsonStr<'a>, RawJson<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let src = self.src;
+        let mut i = skip_ws(src, self.pos);
+        if src.get(i) == Some(&b',') {
+            i = skip_ws(src, i + 1);
+        }
+        if src.get(i) != Some(&b'"') {
+            self.pos = src.len();
+            return None;
+        }
+        let key_end = skip_string(src, i);
+        let key = JsonStr::from_escaped(src.get(i + 1..key_end.saturating_sub(1))?);
+        let mut v = skip_ws(src, key_end);
+        if src.get(v) == Some(&b':') {
+            v = skip_ws(src, v + 1);
+        }
+        let end = skip_value(src, v);
+        self.pos = end;
+        Some((key, RawJson::trusted(src.get(v..end)?)))
+    }
+}
+
+/// Iterator over an array's elements; see [`RawJson::elements`].
+#[derive(Clone, Debug)]
+pub struct Elements<'a> {
+    src: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Iterator for Elements<'a> {
+    type Item = RawJson<'a>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let src = self.src;
+        let mut i = skip_ws(src, self.pos);
+        if src.get(i) == Some(&b',') {
+            i = skip_ws(src, i + 1);
+        }
+        if matches!(src.get(i), None | Some(b']')) {
+            self.pos = src.len();
+            return None;
+        }
+        let end = skip_value(src, i);
+        self.pos = end;
+        Some(RawJson::trusted(src.get(i..end)?))
+    }
+}
+
+/// Visits every token of a validated value in order, without recursion.
+/// Used by the encoder to re-emit opaque values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Token<'a> {
+    Open(u8),
+    Close(u8),
+    Comma,
+    Colon,
+    Str(JsonStr<'a>),
+    /// A number or literal, verbatim.
+    Scalar(&'a [u8]),
+}
+
+/// Tokenizer over a validated value.
+pub(crate) struct Tokens<'a> {
+    src: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Tokens<'a> {
+    pub(crate) fn new(v: RawJson<'a>) -> Self {
+        Tokens {
+            src: v.bytes,
+            pos: 0,
+        }
+    }
+}
+
+impl<'a> Iterator for Tokens<'a> {
+    type Item = Token<'a>;
+
+    fn next(&mut self) -> Option<Token<'a>> {
+        let src = self.src;
+        let i = skip_ws(src, self.pos);
+        let b = *src.get(i)?;
+        let (tok, end) = match b {
+            b'{' | b'[' => (Token::Open(b), i + 1),
+            b'}' | b']' => (Token::Close(b), i + 1),
+            b',' => (Token::Comma, i + 1),
+            b':' => (Token::Colon, i + 1),
+            b'"' => {
+                let end = skip_string(src, i);
+                (
+                    Token::Str(JsonStr::from_escaped(
+                        src.get(i + 1..end.saturating_sub(1)).unwrap_or_default(),
+                    )),
+                    end,
+                )
+            }
+            _ => {
+                let end = skip_value(src, i);
+                (Token::Scalar(src.get(i..end).unwrap_or_default()), end)
+            }
+        };
+        self.pos = end;
+        Some(tok)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(s: &str) -> bool {
+        validate(s.as_bytes(), Limits::new()).is_ok()
+    }
+
+    #[test]
+    fn accepts_valid_json() {
+        for s in [
+            "0",
+            "-0",
+            "1.5e+10",
+            "-12.25E-3",
+            "\"\"",
+            "\"a\\n\\u00e9\\ud83d\"",
+            "true",
+            "false",
+            "null",
+            "[]",
+            "{}",
+            " [ 1 , [ ] , { } ] ",
+            r#"{"a":{"b":[1,{"c":"d"}]},"e":null}"#,
+            "\"\u{7f}\u{2028}é\"",
+        ] {
+            assert!(ok(s), "{s}");
+        }
+        // Invalid UTF-8 inside a string is a replacement character, not an error.
+        assert!(validate(b"\"a\xffb\"", Limits::new()).is_ok());
+    }
+
+    #[test]
+    fn rejects_invalid_json() {
+        for s in [
+            "",
+            " ",
+            "01",
+            "-",
+            "1.",
+            "1e",
+            "1e+",
+            ".5",
+            "+1",
+            "NaN",
+            "tru",
+            "nul",
+            "[1,]",
+            "{\"a\":1,}",
+            "{a:1}",
+            "{'a':1}",
+            "[1 2]",
+            "{\"a\" 1}",
+            "\"\\x\"",
+            "\"\\u12g4\"",
+            "\"a\tb\"",
+            "[",
+            "{\"a\":",
+            "\"abc",
+            "1 2",
+            "{} x",
+            "/* c */ 1",
+            "[}",
+            "{]",
+        ] {
+            assert!(!ok(s), "{s:?}");
+        }
+        assert!(validate(b"\xef\xbb\xbf1", Limits::new()).is_err());
+    }
+
+    #[test]
+    fn error_kinds_and_offsets() {
+        let e = validate(br#"{"a":"x"} y"#, Limits::new()).unwrap_err();
+        assert_eq!(e.kind, JsonErrorKind::TrailingCharacters);
+        assert_eq!(e.offset, 10);
+        let e = validate(b"\"a\tb\"", Limits::new()).unwrap_err();
+        assert_eq!((e.kind, e.offset), (JsonErrorKind::ControlCharacter, 2));
+        let e = validate(b"", Limits::new()).unwrap_err();
+        assert_eq!(e.kind, JsonErrorKind::UnexpectedEnd);
+        let e = validate(b"[01]", Limits::new()).unwrap_err();
+        assert_eq!(e.kind, JsonErrorKind::UnexpectedToken(b'1'));
+    }
+
+    #[test]
+    fn depth_limit_is_its_own_error() {
+        let mut deep = [b'['; 2000];
+        let limits = Limits { max_depth: 1000 };
+        let e = validate(&deep, limits).unwrap_err();
+        assert_eq!(e.kind, JsonErrorKind::TooDeep { limit: 1000 });
+        assert_eq!(e.offset, 1000);
+        // Exactly at the limit is fine.
+        let mut text = [0u8; 2000];
+        for (i, b) in text.iter_mut().enumerate() {
+            *b = if i < 1000 { b'[' } else { b']' };
+        }
+        assert!(validate(&text, limits).is_ok());
+        deep[0] = b'{';
+        assert!(validate(&deep, limits).is_err());
+    }
+
+    #[test]
+    fn members_and_elements() {
+        let v = RawJson::parse(
+            br#" { "a" : 1 , "b" : [ "x" , { "y" : "}" } ] , "a" : "\"" } "#,
+            Limits::new(),
+        )
+        .unwrap();
+        let keys: heapless::Vec<&[u8], 4> = v.members().map(|(k, _)| k.raw()).collect();
+        assert_eq!(keys.as_slice(), [&b"a"[..], b"b", b"a"]);
+        assert_eq!(v.get("a").unwrap().as_bytes(), br#""\"""#);
+        let b = v.get("b").unwrap();
+        let elems: heapless::Vec<&[u8], 4> = b.elements().map(|e| e.as_bytes()).collect();
+        assert_eq!(elems.as_slice(), [&br#""x""#[..], br#"{ "y" : "}" }"#]);
+        assert_eq!(b.len(), 2);
+        assert!(RawJson::parse(b"[]", Limits::new()).unwrap().is_empty());
+        assert_eq!(
+            RawJson::parse(b"-1e3", Limits::new()).unwrap().as_f64(),
+            Some(-1000.0)
+        );
+        assert_eq!(
+            RawJson::parse(b"1e400", Limits::new()).unwrap().as_f64(),
+            Some(f64::INFINITY)
+        );
+    }
+
+    #[test]
+    fn tokens_roundtrip_structure() {
+        let v = RawJson::parse(br#"{"a": [1, true, "s"], "b": {}}"#, Limits::new()).unwrap();
+        let n = Tokens::new(v).count();
+        // { "a" : [ 1 , true , "s" ] , "b" : { } }
+        assert_eq!(n, 16);
+    }
+}

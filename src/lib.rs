@@ -1,0 +1,72 @@
+//! Allocation-free reading, checking and rewriting of AG-UI event streams.
+//!
+//! AG-UI is the protocol an agent backend uses to stream a run to a
+//! frontend, usually as Server-Sent Events. This crate turns such a byte
+//! stream into validated, borrowed [`Event`] views with fixed memory and
+//! linear time, under either dialect of the protocol ([`Dialect::V1`], the
+//! 1.0 protocol, or [`Dialect::V0`], the pre-1.0 one), and writes events
+//! back as JSON.
+//!
+//! The layers, each usable alone:
+//! - [`sse`]: the WHATWG event-stream framer, zero-copy within a push;
+//! - [`json`]: a non-recursive JSON validator and cursors over valid JSON;
+//! - [`decode`](decode()): one payload → an [`Event`], checked against the
+//!   reference schemas;
+//! - [`encode`](encode()): an [`Event`] → JSON, stripped as the dialect says;
+//! - [`Pipeline`]: the push API over all of them.
+//!
+//! ```
+//! use agui_stream::{Config, Event, FrameInfo, Pipeline};
+//!
+//! let stream = b"data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n\
+//!                data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n";
+//! let mut buf = [0u8; 4096];
+//! let mut pipeline = Pipeline::new(&mut buf, Config::new());
+//! let mut count = 0;
+//! let mut sink = |ev: &Event<'_>, _: &FrameInfo| {
+//!     assert!(ev.run_id().unwrap().eq_str("r"));
+//!     count += 1;
+//! };
+//! pipeline.push(stream, &mut sink).unwrap();
+//! pipeline.finish(&mut sink).unwrap();
+//! assert_eq!(count, 2);
+//! ```
+#![no_std]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing,
+        clippy::unreachable,
+        clippy::todo,
+        clippy::unimplemented
+    )
+)]
+
+#[cfg(feature = "std")]
+extern crate std;
+
+mod decode;
+mod encode;
+mod error;
+mod event;
+mod event_type;
+pub mod json;
+mod pipeline;
+mod schema;
+pub mod sse;
+mod string;
+
+pub use decode::{DecodeError, decode};
+pub use encode::{BufferFull, FmtWriter, SliceWriter, Write, encode, encode_to_slice, write_str};
+pub use error::{Capacity, Error, ErrorKind, Stage};
+pub use event::Event;
+pub use event_type::{EventType, KEY_COUNT, Key};
+pub use json::{JsonError, JsonErrorKind, JsonKind, Limits, RawJson};
+pub use pipeline::{Config, FrameInfo, Pipeline, Sink, Summary};
+pub use schema::{Dialect, SchemaError, SchemaProblem};
+pub use string::{BufferTooSmall, Chars, JsonStr, Unescaped};
