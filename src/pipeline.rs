@@ -219,3 +219,95 @@ fn deliver<S: Sink + ?Sized>(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Event;
+    extern crate std;
+    use std::vec::Vec;
+
+    #[test]
+    fn state_is_small_and_fixed() {
+        // The framer's inline state plus the configuration; the frame buffer
+        // is the caller's. Event views are per-call stack values.
+        let size = core::mem::size_of::<Pipeline<'static>>();
+        std::println!(
+            "size_of Pipeline = {size}, Event = {}",
+            core::mem::size_of::<Event<'static>>()
+        );
+        assert!(size <= 512, "{size}");
+    }
+
+    #[test]
+    fn errors_are_sticky_and_carry_frame_and_offset() {
+        let mut buf = [0u8; 64];
+        let mut p = Pipeline::new(&mut buf, Config::new());
+        let mut seen = Vec::new();
+        let mut sink = |e: &Event<'_>, f: &FrameInfo| seen.push((e.event_type(), f.index));
+        let stream = b"data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\ndata: {\"type\":1}\n\n";
+        let e = p.push(stream, &mut sink).unwrap_err();
+        assert_eq!(e.frame, 1);
+        assert_eq!(e.stage(), crate::Stage::Schema);
+        assert_eq!(e.offset, 57);
+        assert_eq!(p.push(b"data: {}\n\n", &mut sink), Err(e));
+        assert_eq!(p.finish(&mut sink), Err(e));
+        assert_eq!(seen.len(), 1);
+    }
+
+    #[test]
+    fn json_error_offsets_point_into_the_stream() {
+        let mut buf = [0u8; 64];
+        let mut p = Pipeline::new(&mut buf, Config::new());
+        let e = p
+            .push(
+                b": hi\ndata: {\"a\" 1}\n\n",
+                &mut |_: &Event<'_>, _: &FrameInfo| {},
+            )
+            .unwrap_err();
+        assert_eq!(e.stage(), crate::Stage::Sse);
+        assert_eq!((e.frame, e.offset), (0, 16));
+    }
+
+    #[test]
+    fn oversize_spanning_frame_is_a_capacity_error() {
+        let mut buf = [0u8; 16];
+        let mut p = Pipeline::new(&mut buf, Config::new());
+        let mut sink = |_: &Event<'_>, _: &FrameInfo| {};
+        let frame = b"data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n";
+        let (a, b) = frame.split_at(40);
+        let e = p
+            .push(a, &mut sink)
+            .and_then(|()| p.push(b, &mut sink))
+            .unwrap_err();
+        assert!(e.is_capacity());
+        assert_eq!(
+            e.kind,
+            ErrorKind::Capacity(Capacity::FrameBuffer { capacity: 16 })
+        );
+        // The same frame inside one push needs no buffer at all.
+        let mut none = [0u8; 0];
+        let mut p = Pipeline::new(&mut none, Config::new());
+        assert!(p.push(frame, &mut sink).is_ok());
+        assert_eq!(p.finish(&mut sink).unwrap().events, 1);
+    }
+
+    #[test]
+    fn unterminated_last_frame_is_decoded_and_reported() {
+        let mut buf = [0u8; 128];
+        let mut p = Pipeline::new(&mut buf, Config::new());
+        let mut n = 0;
+        let mut sink = |_: &Event<'_>, f: &FrameInfo| {
+            assert!(!f.terminated);
+            n += 1;
+        };
+        p.push(
+            b"data: {\"type\":\"RUN_ERROR\",\"message\":\"x\"}",
+            &mut sink,
+        )
+        .unwrap();
+        let s = p.finish(&mut sink).unwrap();
+        assert!(s.unterminated_frame);
+        assert_eq!((s.frames, s.events, n), (1, 1, 1));
+    }
+}

@@ -1,0 +1,352 @@
+//! Helpers shared by the integration tests: the corpus, a driver that runs
+//! the library pipeline the way the `agui check` tool does, and a reader for
+//! the oracle's stored answers (`NAME.expected`, `NAME.expected-0.0.59`).
+//!
+//! The corpus under `tests/corpus/` is a copy of `../shared/corpus` made by
+//! `scripts/refresh-corpus.sh`; the tests never read `../shared`.
+
+// Each test binary uses its own subset of these helpers.
+#![allow(dead_code)]
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use agui_stream::{
+    BufferFull, Config, Dialect, Error, Event, FrameInfo, Pipeline, Summary, encode,
+};
+
+#[allow(dead_code, unused_imports)]
+#[path = "../../examples/agui/canon.rs"]
+pub mod canon;
+
+/// The pipeline's frame buffer: larger than any corpus frame.
+pub const FRAME_BUFFER: usize = 1 << 20;
+
+/// `tests/corpus`.
+pub fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("corpus")
+}
+
+/// `tests/corpus/conformance`.
+pub fn conformance_dir() -> PathBuf {
+    corpus_dir().join("conformance")
+}
+
+/// `tests/corpus/real`.
+pub fn real_dir() -> PathBuf {
+    corpus_dir().join("real")
+}
+
+/// Reads a file, with its path in the panic message.
+pub fn read(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+/// The `.sse` files of a directory, sorted by name.
+pub fn sse_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .map(|entry| entry.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sse"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// One row of `MANIFEST.tsv`.
+#[derive(Clone, Debug)]
+pub struct Case {
+    /// File stem: `NAME.sse`, `NAME.expected`, `NAME.expected-0.0.59`.
+    pub name: String,
+    pub description: String,
+    pub category: String,
+    /// Expected verdict under 1.0.0 (`valid` / `invalid`).
+    pub verdict: String,
+    /// Expected verdict under 0.0.59.
+    pub verdict_v0: String,
+}
+
+impl Case {
+    pub fn sse_path(&self) -> PathBuf {
+        conformance_dir().join(format!("{}.sse", self.name))
+    }
+
+    pub fn stream(&self) -> Vec<u8> {
+        read(&self.sse_path())
+    }
+
+    /// The stored oracle answer for `dialect`.
+    pub fn expected_path(&self, dialect: Dialect) -> PathBuf {
+        let suffix = match dialect {
+            Dialect::V1 => "expected",
+            Dialect::V0 => "expected-0.0.59",
+        };
+        conformance_dir().join(format!("{}.{suffix}", self.name))
+    }
+
+    pub fn expected(&self, dialect: Dialect) -> Output {
+        let path = self.expected_path(dialect);
+        parse_expected(&read(&path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+}
+
+/// The conformance cases, in manifest order. Panics if the manifest is
+/// malformed or names a case whose files are missing.
+pub fn manifest() -> Vec<Case> {
+    let path = conformance_dir().join("MANIFEST.tsv");
+    let text = String::from_utf8(read(&path)).expect("MANIFEST.tsv is UTF-8");
+    let mut lines = text.lines();
+    let header = lines.next().expect("MANIFEST.tsv has a header");
+    assert_eq!(
+        header.split('\t').take(5).collect::<Vec<_>>(),
+        [
+            "name",
+            "description",
+            "category",
+            "verdict",
+            "verdict_0.0.59"
+        ],
+        "unexpected MANIFEST.tsv header"
+    );
+    let cases: Vec<Case> = lines
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let f: Vec<&str> = line.split('\t').collect();
+            assert!(f.len() >= 5, "short MANIFEST.tsv row: {line:?}");
+            Case {
+                name: f[0].to_owned(),
+                description: f[1].to_owned(),
+                category: f[2].to_owned(),
+                verdict: f[3].to_owned(),
+                verdict_v0: f[4].to_owned(),
+            }
+        })
+        .collect();
+    for case in &cases {
+        assert!(case.sse_path().is_file(), "{}: no .sse file", case.name);
+    }
+    cases
+}
+
+/// How a stream ended, as the oracle's result line says it (the message is
+/// not compared).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Ok,
+    Error { index: u64, stage: String },
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Verdict::Ok => f.write_str(r#"{"result":"ok"}"#),
+            Verdict::Error { index, stage } => {
+                write!(
+                    f,
+                    r#"{{"result":"error","index":{index},"stage":"{stage}"}}"#
+                )
+            }
+        }
+    }
+}
+
+impl From<&Result<Summary, Error>> for Verdict {
+    fn from(r: &Result<Summary, Error>) -> Self {
+        match r {
+            Ok(_) => Verdict::Ok,
+            Err(e) => Verdict::Error {
+                index: e.frame,
+                stage: e.stage().as_str().to_owned(),
+            },
+        }
+    }
+}
+
+/// A run in the oracle's output form: canonical event lines, then the result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Output {
+    pub events: Vec<String>,
+    pub result: Verdict,
+}
+
+impl Output {
+    /// The output as the oracle's lines (events, then the result line).
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines = self.events.clone();
+        lines.push(self.result.to_string());
+        lines
+    }
+
+    /// `None` if equal, else a description of the first difference
+    /// (`self` is the expectation).
+    pub fn first_difference(&self, got: &Output) -> Option<String> {
+        let n = self.events.len().max(got.events.len());
+        for i in 0..n {
+            let (a, b) = (self.events.get(i), got.events.get(i));
+            if a != b {
+                return Some(format!(
+                    "event line {} differs (expected {} events, got {})\n    expected: {}\n    got:      {}",
+                    i + 1,
+                    self.events.len(),
+                    got.events.len(),
+                    a.map_or("<none>", |s| short(s)),
+                    b.map_or("<none>", |s| short(s)),
+                ));
+            }
+        }
+        (self.result != got.result).then(|| {
+            format!(
+                "result differs\n    expected: {}\n    got:      {}",
+                self.result, got.result
+            )
+        })
+    }
+}
+
+fn short(s: &str) -> &str {
+    match s.char_indices().nth(300) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+/// Parses an oracle answer: event lines (canonicalised), then one result
+/// line, of which `result`, `index` and `stage` are kept.
+pub fn parse_expected(text: &[u8]) -> Result<Output, String> {
+    let text = std::str::from_utf8(text).map_err(|e| format!("not UTF-8: {e}"))?;
+    let mut lines: Vec<&str> = text.split('\n').filter(|l| !l.trim().is_empty()).collect();
+    let last = lines.pop().ok_or("no result line")?;
+    let result = parse_result_line(last)?;
+    let events = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| canon::canonicalize(l.as_bytes()).map_err(|e| format!("line {}: {e}", i + 1)))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Output { events, result })
+}
+
+/// `{"result":"ok"}` or `{"result":"error","index":N,"stage":"S",...}` (the
+/// oracle writes the keys in this order, `message` last).
+fn parse_result_line(line: &str) -> Result<Verdict, String> {
+    let line = line.trim();
+    if line == r#"{"result":"ok"}"# {
+        return Ok(Verdict::Ok);
+    }
+    let bad = || format!("not a result line: {line}");
+    let rest = line
+        .strip_prefix(r#"{"result":"error","index":"#)
+        .ok_or_else(bad)?;
+    let digits = rest.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+    let index: u64 = rest[..digits].parse().map_err(|_| bad())?;
+    let rest = rest[digits..]
+        .strip_prefix(r#","stage":""#)
+        .ok_or_else(bad)?;
+    let stage = &rest[..rest.find('"').ok_or_else(bad)?];
+    if !["sse", "schema", "chunks", "verify"].contains(&stage) {
+        return Err(bad());
+    }
+    Ok(Verdict::Error {
+        index,
+        stage: stage.to_owned(),
+    })
+}
+
+/// Collects encoder output: `agui_stream::Write` is implemented for
+/// `Vec<u8>` only with the `std` feature, which the tests do not enable.
+#[derive(Default)]
+pub struct Bytes(pub Vec<u8>);
+
+impl agui_stream::Write for Bytes {
+    fn write_bytes(&mut self, bytes: &[u8]) -> Result<(), BufferFull> {
+        self.0.extend_from_slice(bytes);
+        Ok(())
+    }
+}
+
+/// Everything a run produced, uncanonicalised: the encoder's bytes and the
+/// frame of every event, and what `finish` (or the failing `push`) returned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawOutput {
+    pub events: Vec<(Vec<u8>, FrameInfo)>,
+    pub result: Result<Summary, Error>,
+}
+
+impl RawOutput {
+    /// The oracle's form: events canonicalised, result reduced to a verdict.
+    pub fn output(&self) -> Output {
+        let events = self
+            .events
+            .iter()
+            .map(|(json, _)| {
+                canon::canonicalize(json).unwrap_or_else(|e| {
+                    format!(
+                        "<encoder wrote invalid JSON: {e}> {}",
+                        String::from_utf8_lossy(json)
+                    )
+                })
+            })
+            .collect();
+        Output {
+            events,
+            result: Verdict::from(&self.result),
+        }
+    }
+}
+
+/// Runs `pieces` (the stream, in push order) through a pipeline, then
+/// `finish`. Stops at the first error, as the `check` tool does.
+pub fn run_pieces<'a, I>(pieces: I, dialect: Dialect) -> RawOutput
+where
+    I: IntoIterator<Item = &'a [u8]>,
+{
+    let mut buffer = vec![0u8; FRAME_BUFFER];
+    let mut pipeline = Pipeline::new(&mut buffer, Config::new().dialect(dialect));
+    let mut events = Vec::new();
+    let mut sink = |ev: &Event<'_>, frame: &FrameInfo| {
+        let mut out = Bytes::default();
+        if encode(ev, &mut out).is_err() {
+            // Our writer never fills: record the failure so the comparison shows it.
+            out.0 = b"<encode failed>".to_vec();
+        }
+        events.push((out.0, *frame));
+    };
+    let mut result = Ok(());
+    for piece in pieces {
+        result = pipeline.push(piece, &mut sink);
+        if result.is_err() {
+            break;
+        }
+    }
+    let result = result.and_then(|()| pipeline.finish(&mut sink));
+    RawOutput { events, result }
+}
+
+/// Runs `stream` pushed in `chunk`-byte pieces.
+pub fn run_raw(stream: &[u8], dialect: Dialect, chunk: usize) -> RawOutput {
+    assert!(chunk > 0);
+    run_pieces(stream.chunks(chunk), dialect)
+}
+
+/// Runs `stream` pushed in `chunk`-byte pieces, in the oracle's output form.
+pub fn run(stream: &[u8], dialect: Dialect, chunk: usize) -> Output {
+    run_raw(stream, dialect, chunk).output()
+}
+
+/// True for a stream with `*_CHUNK` or `THINKING_*` events: its expected
+/// output needs the chunk normalizer, which is not built yet.
+pub fn needs_chunk_normalizer(stream: &[u8]) -> bool {
+    contains(stream, b"_CHUNK\"") || contains(stream, b"\"THINKING_")
+}
+
+pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+pub fn dialect_name(d: Dialect) -> &'static str {
+    match d {
+        Dialect::V1 => "V1 (1.0.0)",
+        Dialect::V0 => "V0 (0.0.59)",
+    }
+}
