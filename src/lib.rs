@@ -58,6 +58,8 @@ mod event_type;
 pub mod json;
 mod pipeline;
 mod schema;
+#[cfg(feature = "serde")]
+mod serde_impl;
 pub mod sse;
 mod string;
 
@@ -70,3 +72,8 @@ pub use json::{JsonError, JsonErrorKind, JsonKind, Limits, RawJson};
 pub use pipeline::{Config, FrameInfo, Pipeline, Sink, Summary};
 pub use schema::{Dialect, SchemaError, SchemaProblem};
 pub use string::{BufferTooSmall, Chars, JsonStr, Unescaped};
+
+/// The README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -176,14 +176,15 @@ pub enum SchemaProblem {
 impl fmt::Display for SchemaError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.event {
-            Some(t) => write!(f, "invalid {t} event: ")?,
-            None => f.write_str("invalid event: ")?,
+            Some(t) => write!(f, "Invalid {t} event: ")?,
+            // The reference's transport check words it this way.
+            None => f.write_str("Invalid event: ")?,
         }
         let field = self.field;
         let object = self.object;
         match self.problem {
-            SchemaProblem::NotAnObject => f.write_str("the frame is not a JSON object"),
-            SchemaProblem::MissingType => f.write_str("the frame carries no event type"),
+            SchemaProblem::NotAnObject => f.write_str("the frame is not a JSON object."),
+            SchemaProblem::MissingType => f.write_str("the frame carries no event type."),
             SchemaProblem::UnknownType => f.write_str("unknown event type"),
             SchemaProblem::Missing => write!(f, "{object}.{field} is required"),
             SchemaProblem::Null => write!(f, "{object}.{field} must not be null"),

@@ -1,0 +1,202 @@
+//! `serde::Serialize` for the views (feature `serde`).
+//!
+//! An [`Event`] serializes to the same members [`crate::encode`] writes.
+//! Nested values are serialized through serde's nested serializers, so
+//! serialization recurses once per JSON nesting level — bounded by the
+//! [`crate::Limits::max_depth`] the value was validated with. Numbers that
+//! are integer literals within `i64`/`u64` serialize as integers, others as
+//! `f64`; strings serialize decoded (a lone surrogate as U+FFFD).
+
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+
+use crate::event::Event;
+use crate::event_type::Key;
+use crate::json::{JsonKind, RawJson};
+use crate::schema::{self, Dialect, Extra, Obj, Presence, Shape, Site, Verdict};
+
+const NO_SITE: Site = Site {
+    object: "",
+    field: "",
+};
+
+impl Serialize for RawJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.kind() {
+            JsonKind::Null => s.serialize_unit(),
+            JsonKind::Bool => s.serialize_bool(self.as_bool().unwrap_or_default()),
+            JsonKind::Number => {
+                let text = core::str::from_utf8(self.as_bytes()).unwrap_or_default();
+                if let Ok(i) = text.parse::<i64>() {
+                    s.serialize_i64(i)
+                } else if let Ok(u) = text.parse::<u64>() {
+                    s.serialize_u64(u)
+                } else {
+                    s.serialize_f64(self.as_f64().unwrap_or_default())
+                }
+            }
+            JsonKind::String => match self.as_str() {
+                Some(text) => text.serialize(s),
+                None => s.serialize_unit(),
+            },
+            JsonKind::Array => {
+                let mut seq = s.serialize_seq(None)?;
+                for e in self.elements() {
+                    seq.serialize_element(&e)?;
+                }
+                seq.end()
+            }
+            JsonKind::Object => {
+                let mut map = s.serialize_map(None)?;
+                for (k, v) in self.members() {
+                    map.serialize_entry(&k, &v)?;
+                }
+                map.end()
+            }
+        }
+    }
+}
+
+/// A value seen through its schema shape: serialized stripped, as the
+/// encoder writes it.
+struct Shaped<'a> {
+    value: RawJson<'a>,
+    shape: &'static Shape,
+}
+
+/// An object seen through one of its shapes (and a union's tag).
+struct ShapedObject<'a> {
+    value: RawJson<'a>,
+    obj: &'static Obj,
+    tag: Option<&'static str>,
+}
+
+impl Serialize for Shaped<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let v = self.value;
+        match *self.shape {
+            Shape::Object(obj) if v.kind() == JsonKind::Object => ShapedObject {
+                value: v,
+                obj,
+                tag: None,
+            }
+            .serialize(s),
+            Shape::Union(u) if v.kind() == JsonKind::Object => match schema::variant(v, u) {
+                Some(obj) => ShapedObject {
+                    value: v,
+                    obj,
+                    tag: Some(u.tag),
+                }
+                .serialize(s),
+                None => v.serialize(s),
+            },
+            Shape::Array(item) | Shape::NonEmptyArray(item) if v.kind() == JsonKind::Array => {
+                let mut seq = s.serialize_seq(None)?;
+                for e in v.elements() {
+                    if !matches!(schema::check(e, item, NO_SITE), Ok(Verdict::Drop)) {
+                        seq.serialize_element(&Shaped {
+                            value: e,
+                            shape: item,
+                        })?;
+                    }
+                }
+                seq.end()
+            }
+            Shape::StrOr(inner) if v.kind() != JsonKind::String => Shaped {
+                value: v,
+                shape: inner,
+            }
+            .serialize(s),
+            _ => v.serialize(s),
+        }
+    }
+}
+
+impl Serialize for ShapedObject<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (v, o) = (self.value, self.obj);
+        let (slots, _) = schema::collect(v, o);
+        let mut map = s.serialize_map(None)?;
+        if let Some((tag, t)) = self.tag.and_then(|tag| Some((tag, v.get(tag)?))) {
+            map.serialize_entry(tag, &t)?;
+        }
+        for (f, slot) in o.fields.iter().zip(slots) {
+            let value = match (slot, f.presence) {
+                (Some(x), Presence::NullAbsent) if x.is_null() => None,
+                (None, Presence::Default(d)) => Some(d),
+                (x, _) => x,
+            };
+            let Some(value) = value else { continue };
+            if matches!(schema::check(value, &f.shape, NO_SITE), Ok(Verdict::Drop)) {
+                continue;
+            }
+            map.serialize_entry(
+                f.name,
+                &Shaped {
+                    value,
+                    shape: &f.shape,
+                },
+            )?;
+        }
+        if o.extra == Extra::Keep {
+            for (name, value) in v.members() {
+                let listed = self.tag.is_some_and(|t| name.eq_str(t))
+                    || o.fields.iter().any(|f| name.eq_str(f.name));
+                if !listed {
+                    map.serialize_entry(&name, &value)?;
+                }
+            }
+        }
+        map.end()
+    }
+}
+
+impl Serialize for Event<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let fields = schema::event_fields(self.dialect(), self.event_type());
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("type", self.event_type().as_str())?;
+        for f in fields {
+            if let Some(value) = self.get(f.key) {
+                map.serialize_entry(
+                    f.key.as_str(),
+                    &Shaped {
+                        value,
+                        shape: &f.shape,
+                    },
+                )?;
+            }
+        }
+        if let (Dialect::V0, Some(object)) = (self.dialect(), self.object()) {
+            for (name, value) in object.members() {
+                let dropped = name.eq_str(Key::Type.as_str())
+                    || name.eq_str("__proto__")
+                    || fields.iter().any(|f| name.eq_str(f.key.as_str()));
+                if !dropped {
+                    map.serialize_entry(&name, &value)?;
+                }
+            }
+        }
+        map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Dialect, Limits, decode};
+
+    #[test]
+    fn serializes_like_the_encoder() {
+        let src = br#"{"type":"RUN_FINISHED","threadId":"t\u0031","runId":"r","x":1,
+            "usage":[{"inputTokens":10,"junk":true}],"outcome":{"type":"success","extra":2}}"#;
+        let ev = decode(src, Dialect::V1, Limits::new()).unwrap().unwrap();
+        let mut buf = [0u8; 256];
+        let n = serde_json_core::to_slice(&ev, &mut buf).unwrap();
+        let mut enc = [0u8; 256];
+        let m = crate::encode_to_slice(&ev, &mut enc).unwrap();
+        assert_eq!(buf.get(..n), enc.get(..m));
+        assert_eq!(
+            buf.get(..n).unwrap(),
+            br#"{"type":"RUN_FINISHED","threadId":"t1","runId":"r","outcome":{"type":"success"},"usage":[{"inputTokens":10}]}"#
+        );
+    }
+}
