@@ -7,6 +7,7 @@
 #   SHARED_DIR/corpus/conformance/{*.sse,*.expected,*.expected-0.0.59,MANIFEST.tsv}
 #       -> tests/corpus/conformance/
 #   SHARED_DIR/corpus/real/*.sse -> tests/corpus/real/
+#   SHARED_DIR/oracle/run_diff.sh -> tests/corpus/run_diff.sh (used by .ci/run)
 # The perf corpus (perf/mix-1mb.sse, 1 MB) is deliberately not copied.
 # Idempotent: files are replaced, files that no longer exist upstream are
 # removed from the copy. The copy is committed, so the tests never need
@@ -66,6 +67,16 @@ sync_dir() {
 
 sync_dir "$SHARED/corpus/conformance" "$DEST/conformance" '*.sse' '*.expected' '*.expected-0.0.59' 'MANIFEST.tsv'
 sync_dir "$SHARED/corpus/real" "$DEST/real" '*.sse'
+
+# The comparison script (Python 3 only), for .ci/run on a machine without
+# SHARED_DIR.
+if ! cmp -s "$SHARED/oracle/run_diff.sh" "$DEST/run_diff.sh"; then
+    cp -f "$SHARED/oracle/run_diff.sh" "$DEST/run_diff.sh"
+    chmod 755 "$DEST/run_diff.sh"
+    echo "refresh-corpus: copied $SHARED/oracle/run_diff.sh to $DEST/run_diff.sh"
+else
+    echo "refresh-corpus: $DEST/run_diff.sh is up to date"
+fi
 
 total="$(du -sb "$DEST" | cut -f1)"
 echo "refresh-corpus: $DEST holds $(find "$DEST" -type f | wc -l) files, $total bytes"

@@ -8,6 +8,7 @@
 // Each test binary uses its own subset of these helpers.
 #![allow(dead_code)]
 
+use std::cell::RefCell;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -15,7 +16,6 @@ use agui_stream::{
     BufferFull, Config, Dialect, Error, Event, FrameInfo, Pipeline, Summary, encode,
 };
 
-#[allow(dead_code, unused_imports)]
 #[path = "../../examples/agui/canon.rs"]
 pub mod canon;
 
@@ -301,8 +301,19 @@ pub fn run_pieces<'a, I>(pieces: I, dialect: Dialect) -> RawOutput
 where
     I: IntoIterator<Item = &'a [u8]>,
 {
-    let mut buffer = vec![0u8; FRAME_BUFFER];
-    let mut pipeline = Pipeline::new(&mut buffer, Config::new().dialect(dialect));
+    thread_local! {
+        // Reused: allocating and zeroing 1 MiB per run is a noticeable share
+        // of the split tests' time. Its contents do not matter.
+        static BUFFER: RefCell<Vec<u8>> = RefCell::new(vec![0u8; FRAME_BUFFER]);
+    }
+    BUFFER.with_borrow_mut(|buffer| run_in(buffer, pieces, dialect))
+}
+
+fn run_in<'a, I>(buffer: &mut [u8], pieces: I, dialect: Dialect) -> RawOutput
+where
+    I: IntoIterator<Item = &'a [u8]>,
+{
+    let mut pipeline = Pipeline::new(buffer, Config::new().dialect(dialect));
     let mut events = Vec::new();
     let mut sink = |ev: &Event<'_>, frame: &FrameInfo| {
         let mut out = Bytes::default();
