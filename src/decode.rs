@@ -2,10 +2,11 @@
 
 use core::fmt;
 
+use crate::error::Capacity;
 use crate::event::Event;
 use crate::event_type::{EventType, KEY_COUNT, Key};
 use crate::json::{JsonError, JsonKind, Limits, RawJson};
-use crate::schema::{self, Dialect, SchemaError, SchemaProblem, Site, Verdict};
+use crate::schema::{self, Dialect, Fault, SchemaError, SchemaProblem, Site, Verdict};
 use crate::string::JsonStr;
 
 /// Why a payload did not decode.
@@ -16,6 +17,8 @@ pub enum DecodeError {
     Json(JsonError),
     /// JSON, but not an acceptable event.
     Schema(SchemaError),
+    /// Checking the event would exceed a fixed budget.
+    Capacity(Capacity),
 }
 
 impl fmt::Display for DecodeError {
@@ -23,6 +26,7 @@ impl fmt::Display for DecodeError {
         match self {
             DecodeError::Json(e) => e.fmt(f),
             DecodeError::Schema(e) => e.fmt(f),
+            DecodeError::Capacity(c) => c.fmt(f),
         }
     }
 }
@@ -137,8 +141,13 @@ pub(crate) fn decode_value(
         });
         match checked {
             Ok(v) => event.set(f.key, v),
-            Err((site, problem)) => {
+            Err(Fault::Schema(site, problem)) => {
                 return Err(schema_err(Some(ty), site.object, site.field, problem));
+            }
+            Err(Fault::LegacyPartBudget) => {
+                return Err(DecodeError::Capacity(Capacity::LegacyParts {
+                    budget: schema::LEGACY_COMPARISON_BUDGET,
+                }));
             }
         }
     }

@@ -13,7 +13,9 @@ use core::fmt;
 use crate::event::Event;
 use crate::event_type::Key;
 use crate::json::{JsonKind, RawJson, Token, Tokens};
-use crate::schema::{self, Dialect, Extra, Obj, Presence, Shape, Site, Verdict};
+use crate::schema::{
+    self, Dialect, Extra, LegacyBinary, Obj, Presence, Shape, Site, Special, Verdict,
+};
 use crate::string::{JsonStr, encode_wtf8};
 
 /// Where the encoder writes.
@@ -171,7 +173,7 @@ fn write_shaped<W: Write + ?Sized>(
             out.write_bytes(b"[")?;
             let mut first = true;
             for e in v.elements() {
-                if matches!(schema::check(e, item, NO_SITE), Ok(Verdict::Drop)) {
+                if schema::omitted(e, item, v) {
                     continue;
                 }
                 if !first {
@@ -183,8 +185,44 @@ fn write_shaped<W: Write + ?Sized>(
             out.write_bytes(b"]")
         }
         Shape::StrOr(inner) if v.kind() != JsonKind::String => write_shaped(v, inner, out),
+        Shape::Dict if v.kind() == JsonKind::Object => {
+            out.write_bytes(b"{")?;
+            let mut first = true;
+            for (name, value) in v.members().filter(|(k, _)| !k.eq_str("__proto__")) {
+                if !first {
+                    out.write_bytes(b",")?;
+                }
+                first = false;
+                write_str(name, out)?;
+                out.write_bytes(b":")?;
+                write_any(value, out)?;
+            }
+            out.write_bytes(b"}")
+        }
         _ => write_any(v, out),
     }
+}
+
+/// Writes a legacy binary part as the media part it is upgraded to.
+fn write_legacy_binary<W: Write + ?Sized>(
+    b: &LegacyBinary<'_>,
+    out: &mut W,
+) -> Result<(), BufferFull> {
+    out.write_bytes(b"{\"type\":\"")?;
+    out.write_bytes(b.part_type.as_bytes())?;
+    out.write_bytes(b"\",\"source\":{\"type\":\"")?;
+    out.write_bytes(b.source_type().as_bytes())?;
+    out.write_bytes(b"\",\"value\":")?;
+    write_any(b.value, out)?;
+    out.write_bytes(b",\"mimeType\":")?;
+    write_any(b.mime_type, out)?;
+    out.write_bytes(b"}")?;
+    if let Some(filename) = b.filename {
+        out.write_bytes(b",\"metadata\":{\"filename\":")?;
+        write_any(filename, out)?;
+        out.write_bytes(b"}")?;
+    }
+    out.write_bytes(b"}")
 }
 
 fn write_object<W: Write + ?Sized>(
@@ -193,6 +231,11 @@ fn write_object<W: Write + ?Sized>(
     tag: Option<&'static str>,
     out: &mut W,
 ) -> Result<(), BufferFull> {
+    if o.special == Special::LegacyBinary {
+        if let Some(b) = LegacyBinary::read(v) {
+            return write_legacy_binary(&b, out);
+        }
+    }
     let (slots, _) = schema::collect(v, o);
     out.write_bytes(b"{")?;
     let mut first = true;
@@ -223,8 +266,10 @@ fn write_object<W: Write + ?Sized>(
     }
     if o.extra == Extra::Keep {
         for (name, value) in v.members() {
-            let listed =
-                tag.is_some_and(|t| name.eq_str(t)) || o.fields.iter().any(|f| name.eq_str(f.name));
+            // `__proto__` became the prototype (see `schema::collect`).
+            let listed = tag.is_some_and(|t| name.eq_str(t))
+                || name.eq_str("__proto__")
+                || o.fields.iter().any(|f| name.eq_str(f.name));
             if !listed {
                 member(name, out)?;
                 write_any(value, out)?;
@@ -367,6 +412,38 @@ mod tests {
         assert_eq!(
             enc(s, Dialect::V1),
             "{\"type\":\"CUSTOM\",\"name\":\"a\\u0000/😀\\udc00\u{FFFD}\",\"value\":[\"é\",1.50]}"
+        );
+    }
+
+    #[test]
+    fn legacy_binary_parts_are_written_upgraded_or_dropped() {
+        let s = r#"{"type":"MESSAGES_SNAPSHOT","messages":[{"id":"u","role":"user","content":[
+            {"type":"binary","mimeType":"image/png","data":"aGk=","filename":"a.png","id":"x"},
+            {"type":"binary","mimeType":"image/png","id":"only-id"},
+            {"type":"binary","mimeType":"text/plain","url":"https://e/x"},
+            {"type":"image","source":{"type":"url","value":"https://e/x","mimeType":"text/plain"}},
+            {"type":"document","source":{"type":"url","value":"https://e/x","mimeType":"text/plain"}}]}]}"#;
+        assert_eq!(
+            enc(s, Dialect::V1),
+            concat!(
+                r#"{"type":"MESSAGES_SNAPSHOT","messages":[{"role":"user","id":"u","content":["#,
+                r#"{"type":"image","source":{"type":"data","value":"aGk=","mimeType":"image/png"},"metadata":{"filename":"a.png"}},"#,
+                r#"{"type":"image","source":{"type":"url","value":"https://e/x","mimeType":"text/plain"}},"#,
+                r#"{"type":"document","source":{"type":"url","value":"https://e/x","mimeType":"text/plain"}}]}]}"#
+            )
+        );
+    }
+
+    #[test]
+    fn v0_records_skip_proto_members() {
+        let s = r#"{"type":"CUSTOM","name":"n","value":1,"metadata":{"__proto__":1,"k":{"__proto__":2}}}"#;
+        assert_eq!(
+            enc(s, Dialect::V0),
+            r#"{"type":"CUSTOM","metadata":{"k":{"__proto__":2}},"name":"n","value":1}"#
+        );
+        assert_eq!(
+            enc(s, Dialect::V1),
+            r#"{"type":"CUSTOM","metadata":{"__proto__":1,"k":{"__proto__":2}},"name":"n","value":1}"#
         );
     }
 

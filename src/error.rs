@@ -48,6 +48,29 @@ pub enum Capacity {
         /// The limit in force.
         limit: usize,
     },
+    /// A content array whose legacy binary parts would need more sibling
+    /// comparisons than the budget allows (V1's upgrade of legacy parts).
+    LegacyParts {
+        /// Comparisons allowed per array.
+        budget: usize,
+    },
+}
+
+impl fmt::Display for Capacity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Capacity::FrameBuffer { capacity } => {
+                write!(f, "frame larger than the {capacity}-byte frame buffer")
+            }
+            Capacity::JsonDepth { limit } => {
+                write!(f, "JSON nested deeper than the limit of {limit} levels")
+            }
+            Capacity::LegacyParts { budget } => write!(
+                f,
+                "legacy binary content parts need more than {budget} comparisons to upgrade"
+            ),
+        }
+    }
 }
 
 /// The pipeline stage an error comes from, named as the reference names it.
@@ -109,6 +132,13 @@ impl Error {
                     offset: frame_start,
                 };
             }
+            DecodeError::Capacity(c) => {
+                return Error {
+                    kind: ErrorKind::Capacity(c),
+                    frame,
+                    offset: frame_start,
+                };
+            }
         };
         Error {
             kind,
@@ -123,12 +153,7 @@ impl fmt::Display for Error {
         match &self.kind {
             ErrorKind::Json(e) => e.fmt(f)?,
             ErrorKind::Schema(e) => e.fmt(f)?,
-            ErrorKind::Capacity(Capacity::FrameBuffer { capacity }) => {
-                write!(f, "frame larger than the {capacity}-byte frame buffer")?
-            }
-            ErrorKind::Capacity(Capacity::JsonDepth { limit }) => {
-                write!(f, "JSON nested deeper than the limit of {limit} levels")?
-            }
+            ErrorKind::Capacity(c) => c.fmt(f)?,
         }
         write!(f, " (frame {}, byte {})", self.frame, self.offset)
     }

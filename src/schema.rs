@@ -51,8 +51,12 @@ pub(crate) enum Shape {
     OneOf(&'static [&'static str]),
     /// A JSON Pointer (RFC 6901): `^(/([^/~]|~[01])*)*$`.
     Pointer,
-    /// A plain object with any members (not an array, not null).
+    /// A plain object with any members (not an array, not null): V1's
+    /// `z.custom` objects.
     Record,
+    /// A plain object with any members, read as zod v3's `z.record` reads
+    /// it: an own `__proto__` member is skipped (V0).
+    Dict,
     Object(&'static Obj),
     Array(&'static Shape),
     /// An array with at least one element.
@@ -97,8 +101,18 @@ pub(crate) struct Obj {
     pub(crate) name: &'static str,
     pub(crate) fields: &'static [Field],
     pub(crate) extra: Extra,
+    pub(crate) special: Special,
+}
+
+/// Rules an object shape has beyond its members.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Special {
+    None,
     /// V0 binary content: at least one of id/url/data is a non-empty string.
-    pub(crate) needs_binary_payload: bool,
+    BinaryPayload,
+    /// V1: a legacy `binary` content part, which the 1.0 compatibility
+    /// boundary upgrades to a media part (see [`LegacyBinary`]).
+    LegacyBinary,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -250,7 +264,7 @@ const fn obj(name: &'static str, extra: Extra, fields: &'static [Field]) -> Obj 
         name,
         fields,
         extra,
-        needs_binary_payload: false,
+        special: Special::None,
     }
 }
 const fn ereq(key: Key, shape: Shape) -> EventField {
@@ -346,7 +360,13 @@ mod v1 {
     const AUDIO_R: Obj = obj("AudioPart", Strip, MEDIA_FIELDS_IN_RESULT);
     const VIDEO_R: Obj = obj("VideoPart", Strip, MEDIA_FIELDS_IN_RESULT);
     const DOCUMENT_R: Obj = obj("DocumentPart", Strip, MEDIA_FIELDS_IN_RESULT);
-    const PART_IN_MESSAGE: Union = Union {
+    const LEGACY_BINARY: Obj = Obj {
+        name: "BinaryInputContent",
+        fields: &[],
+        extra: Strip,
+        special: Special::LegacyBinary,
+    };
+    pub(super) const PART_IN_MESSAGE: Union = Union {
         tag: "type",
         variants: &[
             ("text", &TEXT_PART),
@@ -354,6 +374,7 @@ mod v1 {
             ("audio", &AUDIO_M),
             ("video", &VIDEO_M),
             ("document", &DOCUMENT_M),
+            ("binary", &LEGACY_BINARY),
         ],
         drop_unknown: true,
     };
@@ -579,7 +600,7 @@ mod v1 {
     pub(super) const USAGE: Shape = Shape::Array(&Shape::Object(&TOKEN_USAGE));
 
     // RFC 6902 operations are open: extra members stay.
-    const ADD: Obj = obj(
+    pub(super) const ADD: Obj = obj(
         "AddOperation",
         Keep,
         &[req("path", Pointer), req("value", Any)],
@@ -658,7 +679,7 @@ mod v0 {
             opt("filename", Str),
         ],
         extra: Strip,
-        needs_binary_payload: true,
+        special: Special::BinaryPayload,
     };
     const INPUT_CONTENT: Union = Union {
         tag: "type",
@@ -686,7 +707,7 @@ mod v0 {
             req("type", Shape::OneOf(&["function"])),
             req("function", Shape::Object(&FUNCTION_CALL)),
             opt("encryptedValue", Str),
-            opt("metadata", Record),
+            opt("metadata", Shape::Dict),
         ],
     );
     const DEVELOPER: Obj = obj(
@@ -698,7 +719,7 @@ mod v0 {
             opt("name", Str),
             opt("encryptedValue", Str),
             opt("subagentRunId", Str),
-            opt("metadata", Record),
+            opt("metadata", Shape::Dict),
         ],
     );
     const SYSTEM: Obj = obj("SystemMessage", Strip, DEVELOPER.fields);
@@ -711,7 +732,7 @@ mod v0 {
             opt("name", Str),
             opt("encryptedValue", Str),
             opt("subagentRunId", Str),
-            opt("metadata", Record),
+            opt("metadata", Shape::Dict),
             opt("toolCalls", Shape::Array(&Shape::Object(&TOOL_CALL))),
         ],
     );
@@ -727,7 +748,7 @@ mod v0 {
             opt("name", Str),
             opt("encryptedValue", Str),
             opt("subagentRunId", Str),
-            opt("metadata", Record),
+            opt("metadata", Shape::Dict),
         ],
     );
     const TOOL: Obj = obj(
@@ -740,7 +761,7 @@ mod v0 {
             opt("error", Str),
             opt("encryptedValue", Str),
             opt("subagentRunId", Str),
-            opt("metadata", Record),
+            opt("metadata", Shape::Dict),
         ],
     );
     const ACTIVITY: Obj = obj(
@@ -749,9 +770,9 @@ mod v0 {
         &[
             req("id", Str),
             req("activityType", Str),
-            req("content", Record),
+            req("content", Shape::Dict),
             opt("subagentRunId", Str),
-            opt("metadata", Record),
+            opt("metadata", Shape::Dict),
         ],
     );
     const REASONING: Obj = obj(
@@ -762,7 +783,7 @@ mod v0 {
             req("content", Str),
             opt("encryptedValue", Str),
             opt("subagentRunId", Str),
-            opt("metadata", Record),
+            opt("metadata", Shape::Dict),
         ],
     );
     const MESSAGE: Union = Union {
@@ -787,7 +808,7 @@ mod v0 {
             req("name", Str),
             req("description", Str),
             opt("parameters", Any),
-            opt("metadata", Record),
+            opt("metadata", Shape::Dict),
         ],
     );
     const CONTEXT: Obj = obj(
@@ -802,7 +823,7 @@ mod v0 {
             req("interruptId", Str),
             req("status", Shape::OneOf(&["resolved", "cancelled"])),
             opt("payload", Any),
-            opt("metadata", Record),
+            opt("metadata", Shape::Dict),
         ],
     );
     pub(super) const RUN_AGENT_INPUT: Obj = obj(
@@ -828,9 +849,9 @@ mod v0 {
             req("reason", Str),
             opt("message", Str),
             opt("toolCallId", Str),
-            opt("responseSchema", Record),
+            opt("responseSchema", Shape::Dict),
             opt("expiresAt", Str),
-            opt("metadata", Record),
+            opt("metadata", Shape::Dict),
             opt("subagentRunId", Str),
         ],
     );
@@ -909,7 +930,7 @@ macro_rules! v0_event {
         const FIELDS: &[EventField] = &[
             eopt(Key::Timestamp, Shape::Number),
             eopt(Key::RawEvent, Any),
-            eopt(Key::Metadata, Record),
+            eopt(Key::Metadata, Shape::Dict),
             $($f,)*
         ];
         FIELDS
@@ -1091,7 +1112,7 @@ pub(crate) fn event_fields(dialect: Dialect, ty: EventType) -> &'static [EventFi
             T::ActivitySnapshot => v0_event![
                 ereq(K::MessageId, Str),
                 ereq(K::ActivityType, Str),
-                ereq(K::Content, Record),
+                ereq(K::Content, Shape::Dict),
                 edflt(K::Replace, Bool, b"true"),
                 eopt(K::SubagentRunId, Str),
             ],
@@ -1187,10 +1208,19 @@ pub(crate) struct Site {
     pub(crate) field: &'static str,
 }
 
-pub(crate) type Check = Result<Verdict, (Site, SchemaProblem)>;
+/// Why a check failed: the value breaks a rule, or checking it would
+/// exceed a fixed budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fault {
+    Schema(Site, SchemaProblem),
+    /// More legacy-part comparisons than [`LEGACY_COMPARISON_BUDGET`].
+    LegacyPartBudget,
+}
+
+pub(crate) type Check = Result<Verdict, Fault>;
 
 fn fail(site: Site, problem: SchemaProblem) -> Check {
-    Err((site, problem))
+    Err(Fault::Schema(site, problem))
 }
 
 fn wrong(site: Site, expected: &'static str, v: RawJson<'_>) -> Check {
@@ -1209,11 +1239,11 @@ pub(crate) fn present<'a>(
     value: Option<RawJson<'a>>,
     presence: Presence,
     site: Site,
-) -> Result<Option<RawJson<'a>>, (Site, SchemaProblem)> {
+) -> Result<Option<RawJson<'a>>, Fault> {
     match (value, presence) {
         (Some(v), Presence::NullAbsent) if v.is_null() => Ok(None),
         (Some(v), _) => Ok(Some(v)),
-        (None, Presence::Required) => Err((site, SchemaProblem::Missing)),
+        (None, Presence::Required) => Err(Fault::Schema(site, SchemaProblem::Missing)),
         (None, Presence::Default(d)) => Ok(Some(d)),
         (None, _) => Ok(None),
     }
@@ -1265,7 +1295,7 @@ pub(crate) fn check(v: RawJson<'_>, shape: &Shape, site: Site) -> Check {
             Some(_) => fail(site, SchemaProblem::BadPointer),
             None => wrong(site, "string", v),
         },
-        Shape::Record => match v.kind() {
+        Shape::Record | Shape::Dict => match v.kind() {
             JsonKind::Object => keep,
             _ => wrong(site, "object", v),
         },
@@ -1277,14 +1307,21 @@ pub(crate) fn check(v: RawJson<'_>, shape: &Shape, site: Site) -> Check {
             if v.kind() != JsonKind::Array {
                 return wrong(site, "array", v);
             }
-            let mut kept = 0usize;
+            let (mut kept, mut elements, mut legacy) = (0usize, 0usize, 0usize);
             for e in v.elements() {
+                elements += 1;
                 if check(e, item, site)? == Verdict::Keep {
                     kept += 1;
+                    legacy += usize::from(is_legacy_binary(e, item));
                 }
             }
             if kept == 0 && matches!(shape, Shape::NonEmptyArray(_)) {
                 return fail(site, SchemaProblem::Empty);
+            }
+            // Writing this array compares every upgraded legacy part with
+            // every sibling (see `superseded`); keep that bounded.
+            if legacy.saturating_mul(elements) > LEGACY_COMPARISON_BUDGET {
+                return Err(Fault::LegacyPartBudget);
             }
             keep
         }
@@ -1307,7 +1344,9 @@ pub(crate) fn check(v: RawJson<'_>, shape: &Shape, site: Site) -> Check {
         Shape::StrOr(inner) => match v.kind() {
             JsonKind::String => keep,
             _ => match check(v, inner, site) {
-                Err((s, SchemaProblem::WrongKind { .. })) => wrong(s, "string or array", v),
+                Err(Fault::Schema(s, SchemaProblem::WrongKind { .. })) => {
+                    wrong(s, "string or array", v)
+                }
                 other => other,
             },
         },
@@ -1328,12 +1367,17 @@ pub(crate) const MAX_OBJECT_FIELDS: usize = 12;
 
 /// Collects the last value of each named member of `v` into slots aligned
 /// with `o.fields`; reports whether any other member exists.
+///
+/// For the open RFC 6902 operations, V1's stripper copies members onto a
+/// fresh object by assignment, so an object-valued `__proto__` member
+/// becomes that object's prototype and supplies the members it lacks.
 pub(crate) fn collect<'a>(
     v: RawJson<'a>,
     o: &Obj,
 ) -> ([Option<RawJson<'a>>; MAX_OBJECT_FIELDS], bool) {
     let mut slots = [None; MAX_OBJECT_FIELDS];
     let mut extra = false;
+    let mut proto = None;
     for (k, val) in v.members() {
         match o.fields.iter().position(|f| k.eq_str(f.name)) {
             Some(i) => {
@@ -1342,13 +1386,62 @@ pub(crate) fn collect<'a>(
                 }
             }
             // A union's tag is a member its variants do not list.
-            None => extra = true,
+            None => {
+                extra = true;
+                if o.extra == Extra::Keep && k.eq_str("__proto__") {
+                    proto = Some(val);
+                }
+            }
+        }
+    }
+    if let Some(proto) = proto.filter(|p| p.kind() == JsonKind::Object) {
+        for (f, slot) in o.fields.iter().zip(slots.iter_mut()) {
+            if slot.is_none() {
+                *slot = proto.get(f.name);
+            }
         }
     }
     (slots, extra)
 }
 
+/// Whether V1's stripper removes `v` whole: it is an unrecognised union
+/// member, or a required member of it is. Stripping runs before validation,
+/// so this wins over anything invalid beside it.
+fn drops(v: RawJson<'_>, shape: &Shape) -> bool {
+    if v.kind() != JsonKind::Object {
+        return false;
+    }
+    let o = match *shape {
+        Shape::Union(u) => match variant(v, u) {
+            Some(o) => o,
+            None => return u.drop_unknown,
+        },
+        Shape::Object(o) => o,
+        _ => return false,
+    };
+    if o.special == Special::LegacyBinary {
+        return LegacyBinary::read(v).is_none();
+    }
+    let (slots, _) = collect(v, o);
+    o.fields.iter().zip(slots).any(|(f, slot)| {
+        matches!(f.presence, Presence::Required) && slot.is_some_and(|x| drops(x, &f.shape))
+    })
+}
+
 fn check_object(v: RawJson<'_>, o: &Obj) -> Check {
+    if o.special == Special::LegacyBinary {
+        return match LegacyBinary::read(v) {
+            None => Ok(Verdict::Drop),
+            Some(b) => check(
+                b.value,
+                &Str,
+                Site {
+                    object: b.source_name(),
+                    field: "value",
+                },
+            ),
+        };
+    }
     let (slots, extra) = collect(v, o);
     if extra && o.extra == Extra::Reject && has_unlisted(v, o) {
         return fail(
@@ -1359,24 +1452,22 @@ fn check_object(v: RawJson<'_>, o: &Obj) -> Check {
             SchemaProblem::UnknownMember,
         );
     }
+    let required_drops = o.fields.iter().zip(slots).any(|(f, slot)| {
+        matches!(f.presence, Presence::Required) && slot.is_some_and(|x| drops(x, &f.shape))
+    });
+    if required_drops {
+        return Ok(Verdict::Drop);
+    }
     for (f, slot) in o.fields.iter().zip(slots) {
         let site = Site {
             object: o.name,
             field: f.name,
         };
-        let Some(value) = present(slot, f.presence, site)? else {
-            continue;
-        };
-        if check(value, &f.shape, site)? == Verdict::Drop {
-            match f.presence {
-                // An unrecognised union member in a required position makes
-                // the whole object unrecognisable.
-                Presence::Required => return Ok(Verdict::Drop),
-                _ => continue,
-            }
+        if let Some(value) = present(slot, f.presence, site)? {
+            check(value, &f.shape, site)?;
         }
     }
-    if o.needs_binary_payload && !binary_payload(v) {
+    if o.special == Special::BinaryPayload && !binary_payload(v) {
         return fail(
             Site {
                 object: o.name,
@@ -1386,6 +1477,148 @@ fn check_object(v: RawJson<'_>, o: &Obj) -> Check {
         );
     }
     Ok(Verdict::Keep)
+}
+
+/// A legacy `{"type":"binary", mimeType, data?, url?, filename?}` content
+/// part as the 1.0 compatibility boundary upgrades it: to an image, audio,
+/// video or document part (by mime type prefix) whose source is `data` if
+/// truthy, else `url` if truthy, with `metadata.filename` if the filename
+/// is truthy. Without a string `mimeType`, or with neither data nor url, it
+/// stays a binary part, which nothing recognises, and is dropped.
+///
+/// The boundary also drops an upgraded part when an identical modern part
+/// sits in the same array ([`superseded`]). That compares each upgraded part
+/// with every sibling, so an array may hold at most
+/// [`LEGACY_COMPARISON_BUDGET`] such comparisons; more is a capacity error.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LegacyBinary<'a> {
+    pub(crate) part_type: &'static str,
+    pub(crate) from_data: bool,
+    pub(crate) value: RawJson<'a>,
+    pub(crate) mime_type: RawJson<'a>,
+    pub(crate) filename: Option<RawJson<'a>>,
+}
+
+impl<'a> LegacyBinary<'a> {
+    pub(crate) fn read(v: RawJson<'a>) -> Option<Self> {
+        let mime_type = v.get("mimeType")?;
+        let mime = mime_type.as_str()?;
+        let part_type = ["image", "audio", "video"]
+            .into_iter()
+            .find(|t| starts_with(mime, t) && mime.chars().nth(t.len()) == Some(u32::from('/')))
+            .unwrap_or("document");
+        let data = v.get("data").filter(|x| truthy(*x));
+        let url = v.get("url").filter(|x| truthy(*x));
+        let (from_data, value) = match (data, url) {
+            (Some(d), _) => (true, d),
+            (None, Some(u)) => (false, u),
+            (None, None) => return None,
+        };
+        Some(LegacyBinary {
+            part_type,
+            from_data,
+            value,
+            mime_type,
+            filename: v.get("filename").filter(|x| truthy(*x)),
+        })
+    }
+
+    pub(crate) fn source_type(&self) -> &'static str {
+        if self.from_data { "data" } else { "url" }
+    }
+
+    fn source_name(&self) -> &'static str {
+        if self.from_data {
+            "DataSource"
+        } else {
+            "UrlSource"
+        }
+    }
+}
+
+/// Most legacy-part-against-sibling comparisons one content array may
+/// need (e.g. 64 legacy parts among 64 parts).
+pub const LEGACY_COMPARISON_BUDGET: usize = 4096;
+
+/// True if the writer leaves element `e` of `array` (whose items are `item`)
+/// out: V1 strips it, or it is a legacy part a modern sibling supersedes.
+pub(crate) fn omitted(e: RawJson<'_>, item: &Shape, array: RawJson<'_>) -> bool {
+    let site = Site {
+        object: "",
+        field: "",
+    };
+    matches!(check(e, item, site), Ok(Verdict::Drop))
+        || (is_legacy_binary(e, item)
+            && LegacyBinary::read(e).is_some_and(|b| superseded(&b, array)))
+}
+
+/// True if `e` is a legacy binary part the boundary upgrades.
+fn is_legacy_binary(e: RawJson<'_>, item: &Shape) -> bool {
+    match *item {
+        Shape::Union(u) => variant(e, u)
+            .is_some_and(|o| o.special == Special::LegacyBinary && LegacyBinary::read(e).is_some()),
+        _ => false,
+    }
+}
+
+/// True if `siblings` (the part's own array) holds a modern part identical
+/// to what `b` upgrades to: same part type, same source type, value and
+/// mime type (`===`), and the same `metadata.filename` if `b` has one.
+pub(crate) fn superseded(b: &LegacyBinary<'_>, siblings: RawJson<'_>) -> bool {
+    siblings.elements().any(|part| {
+        let same_type = part
+            .get("type")
+            .and_then(|t| t.as_str())
+            .is_some_and(|t| t.eq_str(b.part_type));
+        let Some(source) = part.get("source").filter(|s| s.kind() == JsonKind::Object) else {
+            return false;
+        };
+        let same_source = source
+            .get("type")
+            .and_then(|t| t.as_str())
+            .is_some_and(|t| t.eq_str(b.source_type()))
+            && source.get("value").is_some_and(|x| strict_eq(x, b.value))
+            && source
+                .get("mimeType")
+                .is_some_and(|x| strict_eq(x, b.mime_type));
+        let same_name = match b.filename {
+            None => true,
+            Some(f) => part
+                .get("metadata")
+                .filter(|m| m.kind() == JsonKind::Object)
+                .and_then(|m| m.get("filename"))
+                .is_some_and(|x| strict_eq(x, f)),
+        };
+        same_type && same_source && same_name
+    })
+}
+
+/// JavaScript's `===` on two JSON values (objects and arrays are never
+/// identical: each parse makes a new one).
+fn strict_eq(a: RawJson<'_>, b: RawJson<'_>) -> bool {
+    match (a.kind(), b.kind()) {
+        (JsonKind::String, JsonKind::String) => a.as_str() == b.as_str(),
+        (JsonKind::Number, JsonKind::Number) => a.as_f64() == b.as_f64(),
+        (JsonKind::Bool, JsonKind::Bool) => a.as_bool() == b.as_bool(),
+        (JsonKind::Null, JsonKind::Null) => true,
+        _ => false,
+    }
+}
+
+fn starts_with(s: crate::string::JsonStr<'_>, prefix: &str) -> bool {
+    let mut chars = s.chars();
+    prefix.chars().all(|p| chars.next() == Some(u32::from(p)))
+}
+
+/// JavaScript truthiness of a JSON value.
+fn truthy(v: RawJson<'_>) -> bool {
+    match v.kind() {
+        JsonKind::Null => false,
+        JsonKind::Bool => v.as_bool() == Some(true),
+        JsonKind::Number => v.as_f64().is_some_and(|x| x != 0.0),
+        JsonKind::String => v.as_str().is_some_and(|s| !s.is_empty()),
+        JsonKind::Array | JsonKind::Object => true,
+    }
 }
 
 /// True if `v` has a member that is neither a listed field nor the `type` tag.
@@ -1535,9 +1768,79 @@ mod tests {
         );
         assert!(check(ok, &v0::MESSAGES, SITE).is_ok());
         assert_eq!(
-            check(bad, &v0::MESSAGES, SITE).map_err(|e| e.1),
-            Err(SchemaProblem::BinaryPayload)
+            check(bad, &v0::MESSAGES, SITE).map_err(|f| match f {
+                Fault::Schema(_, p) => Some(p),
+                Fault::LegacyPartBudget => None,
+            }),
+            Err(Some(SchemaProblem::BinaryPayload))
         );
+    }
+
+    #[test]
+    fn stripping_runs_before_validation_in_v1() {
+        // The image part's source kind is unknown, so the part is dropped
+        // whole; its invalid `id` is never looked at.
+        let content = raw(r#"[{"type":"image","id":1,"source":{"type":"zzz","value":"v"}}]"#);
+        assert_eq!(check(content, &v1::RESULT_CONTENT, SITE), Ok(Verdict::Keep));
+        let content = raw(r#"[{"type":"image","id":1,"source":{"type":"url","value":"v"}}]"#);
+        assert!(check(content, &v1::RESULT_CONTENT, SITE).is_err());
+    }
+
+    #[test]
+    fn legacy_binary_parts_upgrade_in_v1_messages() {
+        let b = |s| LegacyBinary::read(raw(s));
+        let up =
+            b(r#"{"type":"binary","mimeType":"audio/wav","url":"u","data":"","filename":"f"}"#)
+                .unwrap();
+        assert_eq!((up.part_type, up.source_type()), ("audio", "url"));
+        assert!(up.filename.is_some());
+        assert_eq!(
+            b(r#"{"type":"binary","mimeType":"imagex/png","data":"d"}"#)
+                .unwrap()
+                .part_type,
+            "document"
+        );
+        assert!(b(r#"{"type":"binary","mimeType":"image/png","id":"only-id"}"#).is_none());
+        assert!(b(r#"{"type":"binary","mimeType":5,"data":"d"}"#).is_none());
+        // A truthy non-string payload upgrades, then fails validation.
+        let msgs = raw(
+            r#"[{"id":"u","role":"user","content":[{"type":"binary","mimeType":"a/b","data":1}]}]"#,
+        );
+        assert!(check(msgs, &v1::MESSAGES, SITE).is_err());
+        // An identical modern sibling supersedes the upgraded part.
+        let parts = raw(r#"[{"type":"binary","mimeType":"image/png","data":"d"},
+                {"type":"image","source":{"type":"data","value":"d","mimeType":"image/png"}}]"#);
+        let first = parts.elements().next().unwrap();
+        assert!(superseded(&LegacyBinary::read(first).unwrap(), parts));
+        let item = Shape::Union(&v1::PART_IN_MESSAGE);
+        assert!(omitted(first, &item, parts));
+    }
+
+    #[test]
+    fn legacy_comparisons_are_budgeted() {
+        let mut text = heapless::String::<{ 80 * 70 + 2 }>::new();
+        text.push('[').unwrap();
+        for i in 0..70 {
+            if i > 0 {
+                text.push(',').unwrap();
+            }
+            text.push_str(r#"{"type":"binary","mimeType":"a/b","data":"d"}"#)
+                .unwrap();
+        }
+        text.push(']').unwrap();
+        let shape = Shape::Array(&Shape::Union(&v1::PART_IN_MESSAGE));
+        assert_eq!(
+            check(raw(&text), &shape, SITE),
+            Err(Fault::LegacyPartBudget)
+        );
+    }
+
+    #[test]
+    fn patch_operation_proto_member_acts_as_prototype() {
+        let op = raw(r#"{"op":"add","path":"/a","__proto__":{"value":5,"path":"/x"}}"#);
+        let (slots, _) = collect(op, &v1::ADD);
+        assert_eq!(slots[0].unwrap().as_bytes(), br#""/a""#);
+        assert_eq!(slots[1].unwrap().as_bytes(), b"5");
     }
 
     #[test]

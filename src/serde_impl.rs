@@ -12,7 +12,9 @@ use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use crate::event::Event;
 use crate::event_type::Key;
 use crate::json::{JsonKind, RawJson};
-use crate::schema::{self, Dialect, Extra, Obj, Presence, Shape, Site, Verdict};
+use crate::schema::{
+    self, Dialect, Extra, LegacyBinary, Obj, Presence, Shape, Site, Special, Verdict,
+};
 
 const NO_SITE: Site = Site {
     object: "",
@@ -92,7 +94,7 @@ impl Serialize for Shaped<'_> {
             Shape::Array(item) | Shape::NonEmptyArray(item) if v.kind() == JsonKind::Array => {
                 let mut seq = s.serialize_seq(None)?;
                 for e in v.elements() {
-                    if !matches!(schema::check(e, item, NO_SITE), Ok(Verdict::Drop)) {
+                    if !schema::omitted(e, item, v) {
                         seq.serialize_element(&Shaped {
                             value: e,
                             shape: item,
@@ -106,14 +108,60 @@ impl Serialize for Shaped<'_> {
                 shape: inner,
             }
             .serialize(s),
+            Shape::Dict if v.kind() == JsonKind::Object => {
+                let mut map = s.serialize_map(None)?;
+                for (k, x) in v.members().filter(|(k, _)| !k.eq_str("__proto__")) {
+                    map.serialize_entry(&k, &x)?;
+                }
+                map.end()
+            }
             _ => v.serialize(s),
         }
+    }
+}
+
+/// A legacy binary part, serialized as the media part it is upgraded to.
+struct Upgraded<'a>(LegacyBinary<'a>);
+
+impl Serialize for Upgraded<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct Source<'a>(&'a LegacyBinary<'a>);
+        impl Serialize for Source<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut map = s.serialize_map(Some(3))?;
+                map.serialize_entry("type", self.0.source_type())?;
+                map.serialize_entry("value", &self.0.value)?;
+                map.serialize_entry("mimeType", &self.0.mime_type)?;
+                map.end()
+            }
+        }
+        struct Filename<'a>(RawJson<'a>);
+        impl Serialize for Filename<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut map = s.serialize_map(Some(1))?;
+                map.serialize_entry("filename", &self.0)?;
+                map.end()
+            }
+        }
+        let b = &self.0;
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("type", b.part_type)?;
+        map.serialize_entry("source", &Source(b))?;
+        if let Some(f) = b.filename {
+            map.serialize_entry("metadata", &Filename(f))?;
+        }
+        map.end()
     }
 }
 
 impl Serialize for ShapedObject<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let (v, o) = (self.value, self.obj);
+        if o.special == Special::LegacyBinary {
+            if let Some(b) = LegacyBinary::read(v) {
+                return Upgraded(b).serialize(s);
+            }
+        }
         let (slots, _) = schema::collect(v, o);
         let mut map = s.serialize_map(None)?;
         if let Some((tag, t)) = self.tag.and_then(|tag| Some((tag, v.get(tag)?))) {
@@ -140,6 +188,7 @@ impl Serialize for ShapedObject<'_> {
         if o.extra == Extra::Keep {
             for (name, value) in v.members() {
                 let listed = self.tag.is_some_and(|t| name.eq_str(t))
+                    || name.eq_str("__proto__")
                     || o.fields.iter().any(|f| name.eq_str(f.name));
                 if !listed {
                     map.serialize_entry(&name, &value)?;
