@@ -231,10 +231,11 @@ fn write_object<W: Write + ?Sized>(
     tag: Option<&'static str>,
     out: &mut W,
 ) -> Result<(), BufferFull> {
-    if o.special == Special::LegacyBinary {
-        if let Some(b) = LegacyBinary::read(v) {
-            return write_legacy_binary(&b, out);
-        }
+    if let Some(b) = (o.special == Special::LegacyBinary)
+        .then(|| LegacyBinary::read(v))
+        .flatten()
+    {
+        return write_legacy_binary(&b, out);
     }
     let (slots, _) = schema::collect(v, o);
     out.write_bytes(b"{")?;

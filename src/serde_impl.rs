@@ -157,10 +157,11 @@ impl Serialize for Upgraded<'_> {
 impl Serialize for ShapedObject<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let (v, o) = (self.value, self.obj);
-        if o.special == Special::LegacyBinary {
-            if let Some(b) = LegacyBinary::read(v) {
-                return Upgraded(b).serialize(s);
-            }
+        if let Some(b) = (o.special == Special::LegacyBinary)
+            .then(|| LegacyBinary::read(v))
+            .flatten()
+        {
+            return Upgraded(b).serialize(s);
         }
         let (slots, _) = schema::collect(v, o);
         let mut map = s.serialize_map(None)?;
