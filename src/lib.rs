@@ -62,6 +62,8 @@ mod schema;
 mod serde_impl;
 pub mod sse;
 mod string;
+mod ids;
+pub mod verify;
 
 pub use decode::{DecodeError, decode};
 pub use encode::{BufferFull, FmtWriter, SliceWriter, Write, encode, encode_to_slice, write_str};

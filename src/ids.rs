@@ -1,0 +1,182 @@
+//! Fixed-capacity storage for ids the later stages must remember.
+//!
+//! An id is kept as the JSON string it arrived as, quotes included, so a
+//! stored id is itself a [`RawJson`] value that synthesized events can
+//! borrow. Ids compare by decoded text, as JavaScript compares strings.
+
+use crate::json::RawJson;
+use crate::string::JsonStr;
+
+/// An id longer than the storage allows (its JSON text, quotes included).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TooLong;
+
+/// One string of at most `L` bytes of JSON text.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StoredStr<const L: usize> {
+    len: usize,
+    bytes: [u8; L],
+}
+
+impl<const L: usize> StoredStr<L> {
+    pub(crate) const EMPTY: Self = StoredStr {
+        len: 0,
+        bytes: [0; L],
+    };
+
+    /// Copies `s` (as `"…"`).
+    pub(crate) fn new(s: JsonStr<'_>) -> Result<Self, TooLong> {
+        let mut out = Self::EMPTY;
+        out.set(s)?;
+        Ok(out)
+    }
+
+    /// Replaces the contents with `s` (as `"…"`).
+    pub(crate) fn set(&mut self, s: JsonStr<'_>) -> Result<(), TooLong> {
+        let raw = s.raw();
+        let len = raw.len().checked_add(2).ok_or(TooLong)?;
+        let dst = self.bytes.get_mut(..len).ok_or(TooLong)?;
+        let (open, rest) = dst.split_first_mut().ok_or(TooLong)?;
+        let (close, middle) = rest.split_last_mut().ok_or(TooLong)?;
+        *open = b'"';
+        *close = b'"';
+        middle.copy_from_slice(raw);
+        self.len = len;
+        Ok(())
+    }
+
+    /// Replaces the contents with plain ASCII text needing no escapes.
+    pub(crate) fn set_ascii(&mut self, text: &[u8]) -> Result<(), TooLong> {
+        self.set(JsonStr::from_escaped(text))
+    }
+
+    /// The stored string as a JSON value.
+    pub(crate) fn json(&self) -> RawJson<'_> {
+        RawJson::trusted(self.bytes.get(..self.len).unwrap_or_default())
+    }
+
+    /// The stored string.
+    pub(crate) fn text(&self) -> JsonStr<'_> {
+        let inner = self.bytes.get(1..self.len.saturating_sub(1)).unwrap_or_default();
+        JsonStr::from_escaped(inner)
+    }
+}
+
+/// What an entry of an [`IdTable`] records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Entry<K> {
+    pub(crate) kind: K,
+    /// Index of the owning subagent's id in the run's [`IdTable`] of
+    /// subagent names, or `None` for the parent agent.
+    pub(crate) owner: Option<u16>,
+}
+
+/// A fixed-capacity, insertion-ordered table of ids, each with a kind and
+/// an owner. Lookups are linear: `N` is small and entries are compared
+/// first by length.
+#[derive(Clone, Debug)]
+pub(crate) struct IdTable<K: Copy, const N: usize, const L: usize> {
+    ids: heapless::Vec<(StoredStr<L>, Entry<K>), N>,
+}
+
+/// The table is full or the id is too long.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Full {
+    Entries,
+    IdLength,
+}
+
+impl From<TooLong> for Full {
+    fn from(_: TooLong) -> Self {
+        Full::IdLength
+    }
+}
+
+impl<K: Copy + PartialEq, const N: usize, const L: usize> IdTable<K, N, L> {
+    pub(crate) const fn new() -> Self {
+        IdTable {
+            ids: heapless::Vec::new(),
+        }
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.ids.clear();
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Position of `id` with kind `kind`.
+    pub(crate) fn find(&self, kind: K, id: JsonStr<'_>) -> Option<usize> {
+        self.ids
+            .iter()
+            .position(|(s, e)| e.kind == kind && s.text() == id)
+    }
+
+    /// Position of `id` of any kind matching `pred`.
+    pub(crate) fn find_where(&self, id: JsonStr<'_>, pred: impl Fn(K) -> bool) -> Option<usize> {
+        self.ids
+            .iter()
+            .position(|(s, e)| pred(e.kind) && s.text() == id)
+    }
+
+    pub(crate) fn get(&self, i: usize) -> Option<(&StoredStr<L>, Entry<K>)> {
+        self.ids.get(i).map(|(s, e)| (s, *e))
+    }
+
+    pub(crate) fn set_entry(&mut self, i: usize, entry: Entry<K>) {
+        if let Some((_, e)) = self.ids.get_mut(i) {
+            *e = entry;
+        }
+    }
+
+    /// Appends `id`; returns its position.
+    pub(crate) fn push(&mut self, id: JsonStr<'_>, entry: Entry<K>) -> Result<usize, Full> {
+        let s = StoredStr::new(id)?;
+        self.ids.push((s, entry)).map_err(|_| Full::Entries)?;
+        Ok(self.ids.len() - 1)
+    }
+
+    /// Removes the entry at `i`, keeping the others in order.
+    pub(crate) fn remove(&mut self, i: usize) {
+        if i < self.ids.len() {
+            self.ids.remove(i);
+        }
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&StoredStr<L>, Entry<K>)> {
+        self.ids.iter().map(|(s, e)| (s, *e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stores_json_text_and_compares_decoded() {
+        let s = StoredStr::<8>::new(JsonStr::from_escaped(br"a\u0062")).unwrap();
+        assert_eq!(s.json().as_bytes(), br#""a\u0062""#);
+        assert!(s.text().eq_str("ab"));
+        assert!(StoredStr::<8>::new(JsonStr::from_escaped(b"1234567")).is_err());
+        assert!(StoredStr::<8>::new(JsonStr::from_escaped(b"123456")).is_ok());
+    }
+
+    #[test]
+    fn table_capacity_is_exact() {
+        let mut t = IdTable::<u8, 2, 8>::new();
+        let e = Entry {
+            kind: 0,
+            owner: None,
+        };
+        t.push(JsonStr::from_escaped(b"a"), e).unwrap();
+        t.push(JsonStr::from_escaped(b"b"), e).unwrap();
+        assert_eq!(t.push(JsonStr::from_escaped(b"c"), e), Err(Full::Entries));
+        assert_eq!(t.find(0, JsonStr::from_escaped(br"\u0062")), Some(1));
+        assert_eq!(t.find(1, JsonStr::from_escaped(b"b")), None);
+        t.remove(0);
+        assert_eq!(t.find(0, JsonStr::from_escaped(b"b")), Some(0));
+        assert_eq!(t.len(), 1);
+    }
+}

@@ -1,0 +1,920 @@
+//! Lifecycle verification: the order rules of the reference's
+//! `verifyEvents`, with fixed capacity.
+//!
+//! The state is what the reference keeps, held in fixed tables: the ids of
+//! open text messages, tool calls, reasoning spans and reasoning messages,
+//! the open steps (per owner), the active and finished subagents, and who
+//! owns each message, tool call, activity and reasoning message seen in the
+//! run. Exceeding a table is [`VerifyError::Capacity`], never a wrong verdict.
+
+use core::fmt;
+
+use crate::event::Event;
+use crate::event_type::{EventType, Key};
+use crate::ids::{Entry, Full, IdTable, StoredStr};
+use crate::json::{JsonKind, RawJson};
+use crate::schema::Dialect;
+use crate::string::JsonStr;
+
+/// Something that can be open at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Entity {
+    /// A text message (TEXT_MESSAGE_START … END).
+    TextMessage,
+    /// A tool call (TOOL_CALL_START … END).
+    ToolCall,
+    /// A reasoning span (REASONING_START … END).
+    ReasoningSpan,
+    /// A reasoning message (REASONING_MESSAGE_START … END).
+    ReasoningMessage,
+    /// A step (STEP_STARTED … FINISHED), per owner.
+    Step,
+    /// A subagent (SUBAGENT_STARTED … FINISHED/ERROR).
+    Subagent,
+}
+
+impl Entity {
+    /// How the reference's RUN_FINISHED message names them.
+    const fn plural(self) -> &'static str {
+        match self {
+            Entity::TextMessage => "text messages",
+            Entity::ToolCall => "tool calls",
+            Entity::ReasoningSpan => "reasoning spans",
+            Entity::ReasoningMessage => "reasoning messages",
+            Entity::Step => "steps",
+            Entity::Subagent => "subagents",
+        }
+    }
+}
+
+/// Which kind of entity an owner record is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Owned {
+    Message,
+    ToolCall,
+    Activity,
+    Reasoning,
+}
+
+/// What the open-entity table holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Open {
+    Entity(Entity),
+    /// A subagent that finished in this run (its id may not be reused).
+    FinishedSubagent,
+}
+
+/// The rule an event broke. [`Verifier::describe`] renders the reference's
+/// exact message, ids included.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Rule {
+    /// `First event must be 'RUN_STARTED'`.
+    FirstEvent,
+    /// Anything but RUN_STARTED after RUN_ERROR.
+    AfterRunError,
+    /// Anything but RUN_STARTED/RUN_ERROR after RUN_FINISHED.
+    AfterRunFinished,
+    /// RUN_STARTED while a run is active.
+    RunStillActive,
+    /// A `subagentRunId: null` the schema let through (V0 passthrough).
+    NullSubagentRunId,
+    /// START for an id already open.
+    AlreadyOpen(Entity),
+    /// CONTENT/ARGS/END for an id not open.
+    NotOpen(Entity),
+    /// STEP_FINISHED for a step open under another owner.
+    StepOwnedElsewhere,
+    /// RUN_FINISHED while something is open.
+    OpenAtRunFinished(Entity),
+    /// An event attributed to a subagent other than the entity's opener's.
+    OwnerMismatch,
+    /// TOOL_CALL_START attributed other than its parent message.
+    ParentOwnerMismatch,
+    /// TOOL_CALL_START whose tool call and parent message have other owners.
+    ToolCallParentConflict,
+    /// SUBAGENT_STARTED for an active subagent.
+    SubagentActive,
+    /// SUBAGENT_STARTED for a subagent finished in this run.
+    SubagentReused,
+    /// SUBAGENT_STARTED naming a parent never started in this run.
+    UnknownParentSubagent,
+    /// SUBAGENT_FINISHED/ERROR for a subagent not active.
+    SubagentNotActive,
+    /// THINKING_START while a thinking step is open (V0).
+    ThinkingStepActive,
+    /// THINKING_END or THINKING_TEXT_MESSAGE_START with no thinking step (V0).
+    NoThinkingStep,
+    /// THINKING_TEXT_MESSAGE_START while a thinking message is open (V0).
+    ThinkingMessageActive,
+    /// THINKING_TEXT_MESSAGE_CONTENT/END with no thinking message (V0).
+    NoThinkingMessage,
+}
+
+/// Why the verifier stopped an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum VerifyError {
+    /// The event breaks a lifecycle rule.
+    Violation {
+        /// The rejected event's type.
+        event: EventType,
+        /// The rule.
+        rule: Rule,
+    },
+    /// A fixed table is full or an id is longer than the id storage.
+    Capacity(VerifyCapacity),
+}
+
+/// Which verifier capacity was exceeded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum VerifyCapacity {
+    /// More ids open at once than the open-id table holds.
+    OpenIds,
+    /// More owned ids in one run than the owner table holds.
+    Owners,
+    /// More distinct subagent names in one run than the table holds.
+    Subagents,
+    /// An id longer than the id storage.
+    IdLength,
+}
+
+impl fmt::Display for VerifyCapacity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            VerifyCapacity::OpenIds => "more ids open at once than the verifier's open-id table holds",
+            VerifyCapacity::Owners => "more owned ids in one run than the verifier's owner table holds",
+            VerifyCapacity::Subagents => "more subagents in one run than the verifier's subagent table holds",
+            VerifyCapacity::IdLength => "an id longer than the verifier's id storage",
+        })
+    }
+}
+
+/// Where a run stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum RunPhase {
+    /// No event yet.
+    NotStarted,
+    /// RUN_STARTED seen, no RUN_FINISHED/RUN_ERROR yet.
+    Active,
+    /// The last run finished.
+    Finished,
+    /// The last run errored.
+    Errored,
+}
+
+
+const PARENT: &str = "(the parent agent)";
+
+/// The strings an error message needs, copied while the event exists.
+#[derive(Clone, Copy, Debug)]
+struct Detail<const L: usize> {
+    label: &'static str,
+    strs: [Option<StoredStr<L>>; 4],
+}
+
+/// The lifecycle verifier: `N` open ids (and subagents), `O` owner
+/// records per run, ids of at most `L` bytes of JSON text.
+#[derive(Clone, Debug)]
+pub struct Verifier<const N: usize, const O: usize, const L: usize> {
+    dialect: Dialect,
+    open: IdTable<Open, N, L>,
+    owners: IdTable<Owned, O, L>,
+    /// Subagent ids owners and steps point at; indices stay valid for the run.
+    names: IdTable<(), N, L>,
+    first_event: bool,
+    run_started: bool,
+    run_finished: bool,
+    run_error: bool,
+    thinking_step: bool,
+    thinking_message: bool,
+    detail: Detail<L>,
+}
+
+type VResult = Result<(), VerifyError>;
+
+fn full(full: Full, entries: VerifyCapacity) -> VerifyError {
+    VerifyError::Capacity(match full {
+        Full::Entries => entries,
+        Full::IdLength => VerifyCapacity::IdLength,
+    })
+}
+
+const ROLES: [&str; 7] = [
+    "developer",
+    "system",
+    "assistant",
+    "user",
+    "tool",
+    "activity",
+    "reasoning",
+];
+
+impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
+    /// A verifier for `dialect`, before any event.
+    pub const fn new(dialect: Dialect) -> Self {
+        Verifier {
+            dialect,
+            open: IdTable::new(),
+            owners: IdTable::new(),
+            names: IdTable::new(),
+            first_event: false,
+            run_started: false,
+            run_finished: false,
+            run_error: false,
+            thinking_step: false,
+            thinking_message: false,
+            detail: Detail {
+                label: "",
+                strs: [None; 4],
+            },
+        }
+    }
+
+    /// Where the run stands.
+    pub fn phase(&self) -> RunPhase {
+        if self.run_error {
+            RunPhase::Errored
+        } else if self.run_finished {
+            RunPhase::Finished
+        } else if self.run_started {
+            RunPhase::Active
+        } else {
+            RunPhase::NotStarted
+        }
+    }
+
+    /// How many entities of `kind` are open.
+    pub fn open_count(&self, kind: Entity) -> usize {
+        self.open_ids(kind).count()
+    }
+
+    /// The ids of the open entities of `kind` in opening order (step names
+    /// for [`Entity::Step`]).
+    pub fn open_ids(&self, kind: Entity) -> impl Iterator<Item = JsonStr<'_>> {
+        self.open
+            .iter()
+            .filter(move |(_, e)| e.kind == Open::Entity(kind))
+            .map(|(s, _)| s.text())
+    }
+
+    /// True while a V0 thinking step or thinking message is open.
+    pub fn thinking_open(&self) -> bool {
+        self.thinking_step || self.thinking_message
+    }
+
+    fn reject(&mut self, event: &Event<'_>, rule: Rule, label: &'static str, strs: [Option<JsonStr<'_>>; 4]) -> VResult {
+        self.detail.label = label;
+        for (slot, s) in self.detail.strs.iter_mut().zip(strs) {
+            // A string too long to keep only shortens the message.
+            *slot = s.and_then(|s| StoredStr::new(s).ok());
+        }
+        Err(VerifyError::Violation {
+            event: event.event_type(),
+            rule,
+        })
+    }
+
+    fn reset_run(&mut self) {
+        self.open.clear();
+        self.owners.clear();
+        self.names.clear();
+        self.run_finished = false;
+        self.run_error = false;
+        self.run_started = true;
+        self.thinking_step = false;
+        self.thinking_message = false;
+    }
+
+    /// The index naming subagent `tag`, interning it.
+    fn intern(&mut self, tag: Option<JsonStr<'_>>) -> Result<Option<u16>, VerifyError> {
+        let Some(tag) = tag else { return Ok(None) };
+        let i = match self.names.find((), tag) {
+            Some(i) => i,
+            None => self
+                .names
+                .push(tag, Entry { kind: (), owner: None })
+                .map_err(|f| full(f, VerifyCapacity::Subagents))?,
+        };
+        Ok(u16::try_from(i).ok())
+    }
+
+    fn name(&self, owner: Option<u16>) -> Option<JsonStr<'_>> {
+        self.names.get(usize::from(owner?)).map(|(s, _)| s.text())
+    }
+
+    fn same_owner(&self, owner: Option<u16>, tag: Option<JsonStr<'_>>) -> bool {
+        match (self.name(owner), tag) {
+            (None, None) => true,
+            (Some(a), Some(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    /// The recorded owner of `id`: `None` if unknown, `Some(None)` for the
+    /// parent agent.
+    fn owner_of(&self, kind: Owned, id: JsonStr<'_>) -> Option<Option<u16>> {
+        let i = self.owners.find(kind, id)?;
+        self.owners.get(i).map(|(_, e)| e.owner)
+    }
+
+    fn set_owner(&mut self, kind: Owned, id: JsonStr<'_>, owner: Option<u16>, overwrite: bool) -> VResult {
+        match self.owners.find(kind, id) {
+            Some(i) if overwrite => self.owners.set_entry(i, Entry { kind, owner }),
+            Some(_) => {}
+            None => {
+                self.owners
+                    .push(id, Entry { kind, owner })
+                    .map_err(|f| full(f, VerifyCapacity::Owners))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The reference's `subagentTagError`: an attributed event must match
+    /// the recorded owner of what it refers to.
+    fn check_owner(&mut self, event: &Event<'_>, owner: Option<Option<u16>>, label: &'static str, id: JsonStr<'_>) -> VResult {
+        let (Some(tag), Some(owner)) = (event.subagent_run_id(), owner) else {
+            return Ok(());
+        };
+        if self.same_owner(owner, Some(tag)) {
+            return Ok(());
+        }
+        let owner_name = self.name(owner).map(|s| StoredStr::<L>::new(s).ok());
+        let owner_name = owner_name.flatten();
+        self.reject(
+            event,
+            Rule::OwnerMismatch,
+            label,
+            [Some(tag), Some(id), owner_name.as_ref().map(StoredStr::text), None],
+        )
+    }
+
+    fn find_open(&self, kind: Entity, id: JsonStr<'_>) -> Option<usize> {
+        self.open.find(Open::Entity(kind), id)
+    }
+
+    fn push_open(&mut self, kind: Open, id: JsonStr<'_>, owner: Option<u16>) -> VResult {
+        self.open
+            .push(id, Entry { kind, owner })
+            .map(|_| ())
+            .map_err(|f| full(f, VerifyCapacity::OpenIds))
+    }
+
+    /// Position of the open step `name` owned by `tag`.
+    fn find_step(&self, name: JsonStr<'_>, tag: Option<JsonStr<'_>>) -> Option<usize> {
+        self.open.iter().position(|(s, e)| {
+            e.kind == Open::Entity(Entity::Step) && s.text() == name && self.same_owner(e.owner, tag)
+        })
+    }
+
+    /// Verifies one event (after chunk normalization) and updates the state.
+    /// On error the state is unchanged.
+    pub fn check(&mut self, event: &Event<'_>) -> VResult {
+        use EventType as T;
+        let ty = event.event_type();
+        if self.run_error && ty != T::RunStarted {
+            return self.reject(event, Rule::AfterRunError, "", [None; 4]);
+        }
+        if self.run_finished && ty != T::RunError && ty != T::RunStarted {
+            return self.reject(event, Rule::AfterRunFinished, "", [None; 4]);
+        }
+        if !self.first_event {
+            self.first_event = true;
+            if ty != T::RunStarted && ty != T::RunError {
+                return self.reject(event, Rule::FirstEvent, "", [None; 4]);
+            }
+        } else if ty == T::RunStarted {
+            if self.run_started && !self.run_finished && !self.run_error {
+                return self.reject(event, Rule::RunStillActive, "", [None; 4]);
+            }
+            if self.run_finished || self.run_error {
+                self.reset_run();
+            }
+        }
+        // V0 passes unknown members through, so a `subagentRunId: null` the
+        // schema does not describe reaches this stage. (The reference's
+        // other null checks here cannot fire: the schemas reject those
+        // nulls first.)
+        if self.dialect == Dialect::V0
+            && event
+                .object()
+                .and_then(|o| o.get(Key::SubagentRunId.as_str()))
+                .is_some_and(|v| v.is_null())
+        {
+            return self.reject(event, Rule::NullSubagentRunId, "", [None; 4]);
+        }
+        let tag = event.subagent_run_id();
+        let v1 = self.dialect == Dialect::V1;
+        match ty {
+            T::TextMessageStart => {
+                let id = event.message_id().unwrap_or(EMPTY);
+                if self.find_open(Entity::TextMessage, id).is_some() {
+                    return self.reject(event, Rule::AlreadyOpen(Entity::TextMessage), "", [Some(id), None, None, None]);
+                }
+                let existing = self.owner_of(Owned::Message, id);
+                self.check_owner(event, existing, "message", id)?;
+                let owner = self.intern(tag)?;
+                self.push_open(Open::Entity(Entity::TextMessage), id, None)?;
+                if existing.is_none() {
+                    self.set_owner(Owned::Message, id, owner, false)?;
+                }
+            }
+            T::TextMessageContent | T::TextMessageEnd => {
+                let id = event.message_id().unwrap_or(EMPTY);
+                let Some(i) = self.find_open(Entity::TextMessage, id) else {
+                    return self.reject(event, Rule::NotOpen(Entity::TextMessage), "", [Some(id), None, None, None]);
+                };
+                let owner = self.owner_of(Owned::Message, id);
+                self.check_owner(event, owner, "message", id)?;
+                if ty == T::TextMessageEnd {
+                    self.open.remove(i);
+                }
+            }
+            T::ToolCallStart => self.tool_call_start(event)?,
+            T::ToolCallArgs | T::ToolCallEnd => {
+                let id = event.tool_call_id().unwrap_or(EMPTY);
+                let Some(i) = self.find_open(Entity::ToolCall, id) else {
+                    return self.reject(event, Rule::NotOpen(Entity::ToolCall), "", [Some(id), None, None, None]);
+                };
+                let owner = self.owner_of(Owned::ToolCall, id);
+                self.check_owner(event, owner, "tool call", id)?;
+                if ty == T::ToolCallEnd {
+                    self.open.remove(i);
+                }
+            }
+            T::StepStarted => {
+                let name = event.step_name().unwrap_or(EMPTY);
+                if self.find_step(name, tag).is_some() {
+                    return self.reject(event, Rule::AlreadyOpen(Entity::Step), "", [Some(name), tag, None, None]);
+                }
+                let owner = self.intern(tag)?;
+                self.push_open(Open::Entity(Entity::Step), name, owner)?;
+            }
+            T::StepFinished => {
+                let name = event.step_name().unwrap_or(EMPTY);
+                let Some(i) = self.find_step(name, tag) else {
+                    let other = self
+                        .open
+                        .iter()
+                        .find(|(s, e)| e.kind == Open::Entity(Entity::Step) && s.text() == name)
+                        .map(|(_, e)| e.owner);
+                    return match other {
+                        Some(o) => {
+                            let other = self.name(o).and_then(|s| StoredStr::<L>::new(s).ok());
+                            self.reject(
+                                event,
+                                Rule::StepOwnedElsewhere,
+                                "",
+                                [Some(name), tag, other.as_ref().map(StoredStr::text), None],
+                            )
+                        }
+                        None => self.reject(event, Rule::NotOpen(Entity::Step), "", [Some(name), None, None, None]),
+                    };
+                };
+                self.open.remove(i);
+            }
+            T::ActivitySnapshot => {
+                let id = event.message_id().unwrap_or(EMPTY);
+                let is_new = self.owner_of(Owned::Activity, id).is_none();
+                if is_new || event.replace() != Some(false) {
+                    let owner = self.intern(tag)?;
+                    self.set_owner(Owned::Activity, id, owner, true)?;
+                }
+            }
+            T::ActivityDelta => {
+                let id = event.message_id().unwrap_or(EMPTY);
+                let owner = self.owner_of(Owned::Activity, id);
+                self.check_owner(event, owner, "activity", id)?;
+            }
+            T::ToolCallResult => {
+                let id = event.message_id().unwrap_or(EMPTY);
+                let owner = self.intern(tag)?;
+                self.set_owner(Owned::Message, id, owner, true)?;
+            }
+            T::ReasoningStart | T::ReasoningMessageStart => {
+                let id = event.message_id().unwrap_or(EMPTY);
+                let kind = if ty == T::ReasoningStart { Entity::ReasoningSpan } else { Entity::ReasoningMessage };
+                if v1 && self.find_open(kind, id).is_some() {
+                    return self.reject(event, Rule::AlreadyOpen(kind), "", [Some(id), None, None, None]);
+                }
+                let existing = self.owner_of(Owned::Reasoning, id);
+                self.check_owner(event, existing, "reasoning message", id)?;
+                let owner = self.intern(tag)?;
+                // V0 records open reasoning but never checks it.
+                if v1 {
+                    self.push_open(Open::Entity(kind), id, None)?;
+                }
+                if existing.is_none() {
+                    self.set_owner(Owned::Reasoning, id, owner, false)?;
+                }
+            }
+            T::ReasoningMessageContent | T::ReasoningMessageEnd | T::ReasoningEnd => {
+                let id = event.message_id().unwrap_or(EMPTY);
+                let kind = if ty == T::ReasoningEnd { Entity::ReasoningSpan } else { Entity::ReasoningMessage };
+                let open = self.find_open(kind, id);
+                if v1 && open.is_none() {
+                    return self.reject(event, Rule::NotOpen(kind), "", [Some(id), None, None, None]);
+                }
+                let owner = self.owner_of(Owned::Reasoning, id);
+                self.check_owner(event, owner, "reasoning message", id)?;
+                if let (Some(i), true) = (open, ty != T::ReasoningMessageContent) {
+                    self.open.remove(i);
+                }
+            }
+            T::ReasoningEncryptedValue => {
+                let id = event.entity_id().unwrap_or(EMPTY);
+                let subtype = event.subtype();
+                let (owner, label) = if subtype.is_some_and(|s| s.eq_str("tool-call")) {
+                    (self.owner_of(Owned::ToolCall, id), "tool call")
+                } else {
+                    let owner = self.owner_of(Owned::Message, id).or_else(|| self.owner_of(Owned::Reasoning, id));
+                    (owner, "message")
+                };
+                self.check_owner(event, owner, label, id)?;
+            }
+            T::SubagentStarted => {
+                let id = event.subagent_run_id().unwrap_or(EMPTY);
+                if self.find_open(Entity::Subagent, id).is_some() {
+                    return self.reject(event, Rule::SubagentActive, "", [Some(id), None, None, None]);
+                }
+                if self.open.find(Open::FinishedSubagent, id).is_some() {
+                    return self.reject(event, Rule::SubagentReused, "", [Some(id), None, None, None]);
+                }
+                if let Some(parent) = event.parent_subagent_run_id() {
+                    let known = self
+                        .open
+                        .find_where(parent, |k| matches!(k, Open::Entity(Entity::Subagent) | Open::FinishedSubagent));
+                    if known.is_none() {
+                        return self.reject(event, Rule::UnknownParentSubagent, "", [Some(parent), None, None, None]);
+                    }
+                }
+                self.push_open(Open::Entity(Entity::Subagent), id, None)?;
+            }
+            T::SubagentFinished | T::SubagentError => {
+                let id = event.subagent_run_id().unwrap_or(EMPTY);
+                let Some(i) = self.find_open(Entity::Subagent, id) else {
+                    return self.reject(event, Rule::SubagentNotActive, "", [Some(id), None, None, None]);
+                };
+                self.open.set_entry(
+                    i,
+                    Entry {
+                        kind: Open::FinishedSubagent,
+                        owner: None,
+                    },
+                );
+            }
+            T::MessagesSnapshot => {
+                if let Some(messages) = event.messages() {
+                    self.seed_owners(messages, true)?;
+                }
+            }
+            T::RunStarted => {
+                self.run_started = true;
+                if let Some(messages) = event.input().and_then(|i| i.get("messages")) {
+                    self.seed_owners(messages, false)?;
+                }
+            }
+            T::RunFinished => {
+                let order: &[Entity] = if v1 {
+                    &[
+                        Entity::Step,
+                        Entity::TextMessage,
+                        Entity::ReasoningMessage,
+                        Entity::ReasoningSpan,
+                        Entity::ToolCall,
+                        Entity::Subagent,
+                    ]
+                } else {
+                    &[Entity::Step, Entity::TextMessage, Entity::ToolCall, Entity::Subagent]
+                };
+                if let Some(&kind) = order.iter().find(|&&k| self.open_count(k) > 0) {
+                    return self.reject(event, Rule::OpenAtRunFinished(kind), "", [None; 4]);
+                }
+                self.run_finished = true;
+            }
+            T::RunError => self.run_error = true,
+            T::ThinkingStart => {
+                if self.thinking_step {
+                    return self.reject(event, Rule::ThinkingStepActive, "", [None; 4]);
+                }
+                self.thinking_step = true;
+            }
+            T::ThinkingEnd => {
+                if !self.thinking_step {
+                    return self.reject(event, Rule::NoThinkingStep, "", [None; 4]);
+                }
+                self.thinking_step = false;
+            }
+            T::ThinkingTextMessageStart => {
+                if !self.thinking_step {
+                    return self.reject(event, Rule::NoThinkingStep, "", [None; 4]);
+                }
+                if self.thinking_message {
+                    return self.reject(event, Rule::ThinkingMessageActive, "", [None; 4]);
+                }
+                self.thinking_message = true;
+            }
+            T::ThinkingTextMessageContent | T::ThinkingTextMessageEnd => {
+                if !self.thinking_message {
+                    return self.reject(event, Rule::NoThinkingMessage, "", [None; 4]);
+                }
+                if ty == T::ThinkingTextMessageEnd {
+                    self.thinking_message = false;
+                }
+            }
+            T::StateSnapshot
+            | T::StateDelta
+            | T::Raw
+            | T::Custom
+            | T::TextMessageChunk
+            | T::ToolCallChunk
+            | T::ReasoningMessageChunk => {}
+        }
+        Ok(())
+    }
+
+    fn tool_call_start(&mut self, event: &Event<'_>) -> VResult {
+        let id = event.tool_call_id().unwrap_or(EMPTY);
+        if self.find_open(Entity::ToolCall, id).is_some() {
+            return self.reject(event, Rule::AlreadyOpen(Entity::ToolCall), "", [Some(id), None, None, None]);
+        }
+        let tag = event.subagent_run_id();
+        let parent = event.parent_message_id();
+        // A tool call belongs to the message that carries it.
+        let inherited = parent.and_then(|p| self.owner_of(Owned::Message, p));
+        if let (Some(p), Some(po), Some(t)) = (parent, inherited, tag) {
+            if !self.same_owner(po, Some(t)) {
+                let po_name = self.name(po).and_then(|s| StoredStr::<L>::new(s).ok());
+                return self.reject(
+                    event,
+                    Rule::ParentOwnerMismatch,
+                    "",
+                    [Some(t), Some(p), po_name.as_ref().map(StoredStr::text), None],
+                );
+            }
+        }
+        let existing = self.owner_of(Owned::ToolCall, id);
+        if let Some(eo) = existing {
+            self.check_owner(event, existing, "tool call", id)?;
+            if let (None, Some(io)) = (tag, inherited) {
+                if self.name(io) != self.name(eo) {
+                    let eo_name = self.name(eo).and_then(|s| StoredStr::<L>::new(s).ok());
+                    let io_name = self.name(io).and_then(|s| StoredStr::<L>::new(s).ok());
+                    return self.reject(
+                        event,
+                        Rule::ToolCallParentConflict,
+                        "",
+                        [
+                            Some(id),
+                            eo_name.as_ref().map(StoredStr::text),
+                            parent,
+                            io_name.as_ref().map(StoredStr::text),
+                        ],
+                    );
+                }
+            }
+        }
+        let owner = match tag {
+            Some(_) => self.intern(tag)?,
+            None => inherited.flatten(),
+        };
+        self.push_open(Open::Entity(Entity::ToolCall), id, None)?;
+        if existing.is_none() {
+            self.set_owner(Owned::ToolCall, id, owner, false)?;
+        }
+        Ok(())
+    }
+
+    /// Records the owners of the messages (and their tool calls) in a
+    /// MESSAGES_SNAPSHOT (authoritative) or a RUN_STARTED input (only ids
+    /// not yet known).
+    fn seed_owners(&mut self, messages: RawJson<'_>, authoritative: bool) -> VResult {
+        for msg in messages.elements() {
+            let Some(id) = msg.get("id").and_then(|v| v.as_str()) else {
+                continue;
+            };
+            let role = msg.get("role").and_then(|v| v.as_str());
+            // V1 strips messages whose role it does not know.
+            let Some(role) = role.filter(|r| ROLES.iter().any(|k| r.eq_str(k))) else {
+                continue;
+            };
+            let tag = msg.get("subagentRunId").and_then(|v| v.as_str());
+            let owner = self.intern(tag)?;
+            let bucket = if role.eq_str("reasoning") {
+                Owned::Reasoning
+            } else if role.eq_str("activity") {
+                Owned::Activity
+            } else {
+                Owned::Message
+            };
+            self.set_owner(bucket, id, owner, authoritative)?;
+            let Some(calls) = msg.get("toolCalls").filter(|v| v.kind() == JsonKind::Array) else {
+                continue;
+            };
+            for call in calls.elements() {
+                if let Some(call_id) = call.get("id").and_then(|v| v.as_str()) {
+                    self.set_owner(Owned::ToolCall, call_id, owner, authoritative)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The reference's message for `error` (valid until the next event).
+    pub fn describe(&self, error: VerifyError) -> Describe<'_, N, O, L> {
+        Describe { verifier: self, error }
+    }
+}
+
+const EMPTY: JsonStr<'static> = JsonStr::from_escaped(b"");
+
+/// Renders a [`VerifyError`] in the reference's words; see
+/// [`Verifier::describe`].
+pub struct Describe<'v, const N: usize, const O: usize, const L: usize> {
+    verifier: &'v Verifier<N, O, L>,
+    error: VerifyError,
+}
+
+impl<const N: usize, const O: usize, const L: usize> fmt::Display for Describe<'_, N, O, L> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.verifier;
+        let (event, rule) = match self.error {
+            VerifyError::Capacity(c) => return c.fmt(f),
+            VerifyError::Violation { event, rule } => (event, rule),
+        };
+        let s = |i: usize| v.detail.strs.get(i).and_then(Option::as_ref);
+        let text = |i: usize| s(i).map(|x| x.text()).unwrap_or(EMPTY);
+        let a = text(0);
+        let owner = |i: usize| Who(s(i).map(|x| x.text()));
+        match rule {
+            Rule::FirstEvent => f.write_str("First event must be 'RUN_STARTED'"),
+            Rule::AfterRunError => write!(
+                f,
+                "Cannot send event type '{event}': The run has already errored with 'RUN_ERROR'. No further events can be sent."
+            ),
+            Rule::AfterRunFinished => write!(
+                f,
+                "Cannot send event type '{event}': The run has already finished with 'RUN_FINISHED'. Start a new run with 'RUN_STARTED'."
+            ),
+            Rule::RunStillActive => f.write_str(
+                "Cannot send 'RUN_STARTED' while a run is still active. The previous run must be finished with 'RUN_FINISHED' before starting a new run.",
+            ),
+            Rule::NullSubagentRunId => write!(
+                f,
+                "Cannot send '{event}' with 'subagentRunId: null'. The field is optional — omit it entirely."
+            ),
+            Rule::AlreadyOpen(Entity::Step) => {
+                write!(f, "Step \"{a}\" is already active for 'STEP_STARTED'")?;
+                match s(1) {
+                    Some(o) => write!(f, " in subagent '{}'", o.text()),
+                    None => Ok(()),
+                }
+            }
+            Rule::AlreadyOpen(kind) => {
+                let (what, end) = match kind {
+                    Entity::ToolCall => ("A tool call", "TOOL_CALL_END"),
+                    Entity::ReasoningSpan => ("A reasoning span", "REASONING_END"),
+                    Entity::ReasoningMessage => ("A reasoning message", "REASONING_MESSAGE_END"),
+                    _ => ("A text message", "TEXT_MESSAGE_END"),
+                };
+                write!(
+                    f,
+                    "Cannot send '{event}' event: {what} with ID '{a}' is already in progress. Complete it with '{end}' first."
+                )
+            }
+            Rule::NotOpen(Entity::Step) => write!(
+                f,
+                "Cannot send 'STEP_FINISHED' for step \"{a}\" that was not started"
+            ),
+            Rule::NotOpen(kind) => {
+                let (what, start) = match kind {
+                    Entity::ToolCall => ("tool call", "TOOL_CALL_START"),
+                    Entity::ReasoningSpan => ("reasoning span", "REASONING_START"),
+                    Entity::ReasoningMessage => ("reasoning message", "REASONING_MESSAGE_START"),
+                    _ => ("text message", "TEXT_MESSAGE_START"),
+                };
+                let closing = matches!(
+                    event,
+                    EventType::TextMessageEnd | EventType::ToolCallEnd | EventType::ReasoningEnd
+                );
+                write!(f, "Cannot send '{event}' event: No active {what} found with ID '{a}'. ")?;
+                if closing {
+                    write!(f, "A '{start}' event must be sent first.")
+                } else {
+                    let noun = match kind {
+                        Entity::ToolCall => "a tool call",
+                        Entity::ReasoningMessage => "a reasoning message",
+                        _ => "a text message",
+                    };
+                    write!(f, "Start {noun} with '{start}' first.")
+                }
+            }
+            Rule::StepOwnedElsewhere => write!(
+                f,
+                "Cannot send 'STEP_FINISHED' for step \"{a}\" attributed to {}: that step is open under {}. A step must be finished by whoever started it.",
+                Attributed(s(1).map(|x| x.text())),
+                Attributed(s(2).map(|x| x.text())),
+            ),
+            Rule::OpenAtRunFinished(kind) => {
+                write!(f, "Cannot send 'RUN_FINISHED' while {} are still active: ", kind.plural())?;
+                for (i, (id, e)) in v
+                    .open
+                    .iter()
+                    .filter(|(_, e)| e.kind == Open::Entity(kind))
+                    .enumerate()
+                {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{}", id.text())?;
+                    if let Some(o) = v.name(e.owner) {
+                        write!(f, " (subagent '{o}')")?;
+                    }
+                }
+                Ok(())
+            }
+            Rule::OwnerMismatch => write!(
+                f,
+                "Cannot send '{event}': subagentRunId '{a}' does not match the {} '{}' opener's subagent '{}'.",
+                v.detail.label,
+                text(1),
+                owner(2)
+            ),
+            Rule::ParentOwnerMismatch => write!(
+                f,
+                "Cannot send 'TOOL_CALL_START': subagentRunId '{a}' does not match its parent message '{}' owner '{}'. A tool call belongs to the message that carries it.",
+                text(1),
+                owner(2)
+            ),
+            Rule::ToolCallParentConflict => write!(
+                f,
+                "Cannot send 'TOOL_CALL_START': tool call '{a}' is owned by '{}' but its parent message '{}' is owned by '{}'. A tool call belongs to the message that carries it.",
+                owner(1),
+                text(2),
+                owner(3)
+            ),
+            Rule::SubagentActive => write!(
+                f,
+                "Cannot send 'SUBAGENT_STARTED': subagent '{a}' is already active. Finish it with 'SUBAGENT_FINISHED' first."
+            ),
+            Rule::SubagentReused => write!(
+                f,
+                "Cannot send 'SUBAGENT_STARTED': subagent '{a}' has already finished in this run. Subagent IDs are per-invocation and cannot be reused."
+            ),
+            Rule::UnknownParentSubagent => write!(
+                f,
+                "Cannot send 'SUBAGENT_STARTED': parentSubagentRunId '{a}' has not been started in this run."
+            ),
+            Rule::SubagentNotActive => write!(
+                f,
+                "Cannot send '{event}': no active subagent found with ID '{a}'. A 'SUBAGENT_STARTED' event must be sent first."
+            ),
+            Rule::ThinkingStepActive => f.write_str(
+                "Cannot send 'THINKING_START' event: A thinking step is already in progress. End it with 'THINKING_END' first.",
+            ),
+            Rule::NoThinkingStep if event == EventType::ThinkingEnd => f.write_str(
+                "Cannot send 'THINKING_END' event: No active thinking step found. A 'THINKING_START' event must be sent first.",
+            ),
+            Rule::NoThinkingStep => f.write_str(
+                "Cannot send 'THINKING_TEXT_MESSAGE_START' event: A thinking step is not in progress. Create one with 'THINKING_START' first.",
+            ),
+            Rule::ThinkingMessageActive => f.write_str(
+                "Cannot send 'THINKING_TEXT_MESSAGE_START' event: A thinking message is already in progress. Complete it with 'THINKING_TEXT_MESSAGE_END' first.",
+            ),
+            Rule::NoThinkingMessage if event == EventType::ThinkingTextMessageEnd => f.write_str(
+                "Cannot send 'THINKING_TEXT_MESSAGE_END' event: No active thinking message found. A 'THINKING_TEXT_MESSAGE_START' event must be sent first.",
+            ),
+            Rule::NoThinkingMessage => f.write_str(
+                "Cannot send 'THINKING_TEXT_MESSAGE_CONTENT' event: No active thinking message found. Start a message with 'THINKING_TEXT_MESSAGE_START' first.",
+            ),
+        }
+    }
+}
+
+/// An owner as the reference prints it.
+struct Who<'a>(Option<JsonStr<'a>>);
+
+impl fmt::Display for Who<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(s) => s.fmt(f),
+            None => f.write_str(PARENT),
+        }
+    }
+}
+
+/// "subagent 'x'" or "the parent agent".
+struct Attributed<'a>(Option<JsonStr<'a>>);
+
+impl fmt::Display for Attributed<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(s) => write!(f, "subagent '{s}'"),
+            None => f.write_str("the parent agent"),
+        }
+    }
+}
