@@ -1,20 +1,26 @@
-//! The pipeline's error: what went wrong, in which frame, at which byte.
+//! The pipeline's error: what went wrong, in which stage, frame and byte.
 
 use core::fmt;
 
 use crate::decode::DecodeError;
+use crate::event_type::EventType;
 use crate::json::{JsonError, JsonErrorKind};
+use crate::normalize::ChunkError;
 use crate::schema::SchemaError;
+use crate::verify::{Rule, VerifyCapacity, VerifyError};
 
-/// A pipeline failure. Small and `Copy`: it names the frame and byte, not
-/// the bytes themselves.
+/// A pipeline failure. Small and `Copy`: it names the rule, frame and byte,
+/// not the ids involved — [`crate::Pipeline::message`] renders those, in the
+/// reference's words, from the pipeline's fixed storage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Error {
     /// What went wrong.
     pub kind: ErrorKind,
+    /// The stage that failed.
+    pub stage: Stage,
     /// Index of the input frame being processed (0-based, as the reference
-    /// counts them).
+    /// counts them): for a synthesized event, the frame that caused it.
     pub frame: u64,
     /// Byte offset in the stream. For JSON errors in a single-`data`-line
     /// frame it is the offending byte; otherwise the frame's first byte.
@@ -27,8 +33,19 @@ pub struct Error {
 pub enum ErrorKind {
     /// The frame's payload is not JSON (the reference's `sse` stage).
     Json(JsonError),
-    /// The JSON is not an acceptable event (`schema` stage).
+    /// The JSON is not an acceptable event (`schema`).
     Schema(SchemaError),
+    /// A chunk could not be normalized (`chunks`).
+    Chunk(ChunkError),
+    /// An event breaks a lifecycle rule (`verify`).
+    Verify {
+        /// The rejected event's type.
+        event: EventType,
+        /// The rule.
+        rule: Rule,
+    },
+    /// The stream ended incomplete and the configuration is strict.
+    Incomplete,
     /// A fixed capacity was exceeded. Not a protocol violation: the input
     /// may be valid, but this configuration cannot hold it.
     Capacity(Capacity),
@@ -54,6 +71,16 @@ pub enum Capacity {
         /// Comparisons allowed per array.
         budget: usize,
     },
+    /// More chunk lanes open at once than the normalizer holds.
+    Lanes,
+    /// More ids open at once than the verifier's open-id table holds.
+    OpenIds,
+    /// More owned ids in one run than the verifier's owner table holds.
+    Owners,
+    /// More distinct subagents in one run than the verifier holds.
+    Subagents,
+    /// An id longer than the id storage.
+    IdLength,
 }
 
 impl fmt::Display for Capacity {
@@ -69,11 +96,19 @@ impl fmt::Display for Capacity {
                 f,
                 "legacy binary content parts need more than {budget} comparisons to upgrade"
             ),
+            Capacity::Lanes => {
+                f.write_str("more chunk lanes open at once than the normalizer holds")
+            }
+            Capacity::OpenIds => f.write_str("more ids open at once than the verifier holds"),
+            Capacity::Owners => f.write_str("more owned ids in one run than the verifier holds"),
+            Capacity::Subagents => f.write_str("more subagents in one run than the verifier holds"),
+            Capacity::IdLength => f.write_str("an id longer than the id storage"),
         }
     }
 }
 
-/// The pipeline stage an error comes from, named as the reference names it.
+/// The pipeline stage an error comes from, named as the reference names it
+/// (plus `End` for a strict end-of-stream check).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Stage {
@@ -85,29 +120,24 @@ pub enum Stage {
     Chunks,
     /// Lifecycle verification.
     Verify,
+    /// The end-of-stream check of a strict pipeline.
+    End,
 }
 
 impl Stage {
-    /// `"sse"`, `"schema"`, `"chunks"` or `"verify"`.
+    /// `"sse"`, `"schema"`, `"chunks"`, `"verify"` or `"end"`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Stage::Sse => "sse",
             Stage::Schema => "schema",
             Stage::Chunks => "chunks",
             Stage::Verify => "verify",
+            Stage::End => "end",
         }
     }
 }
 
 impl Error {
-    /// The stage that failed.
-    pub fn stage(&self) -> Stage {
-        match self.kind {
-            ErrorKind::Json(_) | ErrorKind::Capacity(_) => Stage::Sse,
-            ErrorKind::Schema(_) => Stage::Schema,
-        }
-    }
-
     /// True if a fixed capacity, not the input, is the cause.
     pub fn is_capacity(&self) -> bool {
         matches!(self.kind, ErrorKind::Capacity(_))
@@ -119,40 +149,77 @@ impl Error {
         frame_start: u64,
         payload_offset: u64,
     ) -> Self {
-        let (kind, offset) = match e {
+        let at_frame = |kind, stage| Error {
+            kind,
+            stage,
+            frame,
+            offset: frame_start,
+        };
+        match e {
             DecodeError::Json(JsonError {
                 kind: JsonErrorKind::TooDeep { limit },
                 offset,
-            }) => (ErrorKind::Capacity(Capacity::JsonDepth { limit }), offset),
-            DecodeError::Json(j) => (ErrorKind::Json(j), j.offset),
-            DecodeError::Schema(s) => {
-                return Error {
-                    kind: ErrorKind::Schema(s),
-                    frame,
-                    offset: frame_start,
-                };
-            }
-            DecodeError::Capacity(c) => {
-                return Error {
-                    kind: ErrorKind::Capacity(c),
-                    frame,
-                    offset: frame_start,
-                };
-            }
+            }) => Error {
+                kind: ErrorKind::Capacity(Capacity::JsonDepth { limit }),
+                stage: Stage::Sse,
+                frame,
+                offset: payload_offset.saturating_add(offset as u64),
+            },
+            DecodeError::Json(j) => Error {
+                kind: ErrorKind::Json(j),
+                stage: Stage::Sse,
+                frame,
+                offset: payload_offset.saturating_add(j.offset as u64),
+            },
+            DecodeError::Schema(s) => at_frame(ErrorKind::Schema(s), Stage::Schema),
+            DecodeError::Capacity(c) => at_frame(ErrorKind::Capacity(c), Stage::Schema),
+        }
+    }
+
+    pub(crate) fn from_chunk(e: ChunkError, frame: u64, offset: u64) -> Self {
+        let kind = match e {
+            ChunkError::TooManyLanes => ErrorKind::Capacity(Capacity::Lanes),
+            ChunkError::IdTooLong => ErrorKind::Capacity(Capacity::IdLength),
+            e => ErrorKind::Chunk(e),
         };
         Error {
             kind,
+            stage: Stage::Chunks,
             frame,
-            offset: payload_offset.saturating_add(offset as u64),
+            offset,
+        }
+    }
+
+    pub(crate) fn from_verify(e: VerifyError, frame: u64, offset: u64) -> Self {
+        let kind = match e {
+            VerifyError::Violation { event, rule } => ErrorKind::Verify { event, rule },
+            VerifyError::Capacity(c) => ErrorKind::Capacity(match c {
+                VerifyCapacity::OpenIds => Capacity::OpenIds,
+                VerifyCapacity::Owners => Capacity::Owners,
+                VerifyCapacity::Subagents => Capacity::Subagents,
+                VerifyCapacity::IdLength => Capacity::IdLength,
+            }),
+        };
+        Error {
+            kind,
+            stage: Stage::Verify,
+            frame,
+            offset,
         }
     }
 }
 
 impl fmt::Display for Error {
+    /// A description without the ids ([`crate::Pipeline::message`] has them).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
             ErrorKind::Json(e) => e.fmt(f)?,
             ErrorKind::Schema(e) => e.fmt(f)?,
+            ErrorKind::Chunk(e) => write!(f, "chunk normalization failed: {e:?}")?,
+            ErrorKind::Verify { event, rule } => {
+                write!(f, "{event} breaks the lifecycle rule {rule:?}")?
+            }
+            ErrorKind::Incomplete => f.write_str("the stream ended incomplete")?,
             ErrorKind::Capacity(c) => c.fmt(f)?,
         }
         write!(f, " (frame {}, byte {})", self.frame, self.offset)

@@ -55,14 +55,16 @@ mod encode;
 mod error;
 mod event;
 mod event_type;
+mod ids;
 pub mod json;
+pub mod legacy;
+pub mod normalize;
 mod pipeline;
 mod schema;
 #[cfg(feature = "serde")]
 mod serde_impl;
 pub mod sse;
 mod string;
-mod ids;
 pub mod verify;
 
 pub use decode::{DecodeError, decode};
@@ -71,9 +73,15 @@ pub use error::{Capacity, Error, ErrorKind, Stage};
 pub use event::Event;
 pub use event_type::{EventType, KEY_COUNT, Key};
 pub use json::{JsonError, JsonErrorKind, JsonKind, Limits, RawJson};
-pub use pipeline::{Config, FrameInfo, Pipeline, Sink, Summary};
+pub use legacy::Minting;
+pub use normalize::ChunkError;
+pub use pipeline::{
+    Config, DEFAULT_ID_LEN, DEFAULT_OPEN_IDS, DEFAULT_OWNERS, FrameInfo, LANES, OpenCounts,
+    Pipeline, Policy, Sink, Summary,
+};
 pub use schema::{Dialect, SchemaError, SchemaProblem};
 pub use string::{BufferTooSmall, Chars, JsonStr, Unescaped};
+pub use verify::{Entity, Rule, RunPhase};
 
 /// The README's example, compiled and run as a doctest.
 #[cfg(doctest)]

@@ -144,9 +144,15 @@ pub enum VerifyCapacity {
 impl fmt::Display for VerifyCapacity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            VerifyCapacity::OpenIds => "more ids open at once than the verifier's open-id table holds",
-            VerifyCapacity::Owners => "more owned ids in one run than the verifier's owner table holds",
-            VerifyCapacity::Subagents => "more subagents in one run than the verifier's subagent table holds",
+            VerifyCapacity::OpenIds => {
+                "more ids open at once than the verifier's open-id table holds"
+            }
+            VerifyCapacity::Owners => {
+                "more owned ids in one run than the verifier's owner table holds"
+            }
+            VerifyCapacity::Subagents => {
+                "more subagents in one run than the verifier's subagent table holds"
+            }
             VerifyCapacity::IdLength => "an id longer than the verifier's id storage",
         })
     }
@@ -165,7 +171,6 @@ pub enum RunPhase {
     /// The last run errored.
     Errored,
 }
-
 
 const PARENT: &str = "(the parent agent)";
 
@@ -266,7 +271,13 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
         self.thinking_step || self.thinking_message
     }
 
-    fn reject(&mut self, event: &Event<'_>, rule: Rule, label: &'static str, strs: [Option<JsonStr<'_>>; 4]) -> VResult {
+    fn reject(
+        &mut self,
+        event: &Event<'_>,
+        rule: Rule,
+        label: &'static str,
+        strs: [Option<JsonStr<'_>>; 4],
+    ) -> VResult {
         self.detail.label = label;
         for (slot, s) in self.detail.strs.iter_mut().zip(strs) {
             // A string too long to keep only shortens the message.
@@ -296,7 +307,13 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
             Some(i) => i,
             None => self
                 .names
-                .push(tag, Entry { kind: (), owner: None })
+                .push(
+                    tag,
+                    Entry {
+                        kind: (),
+                        owner: None,
+                    },
+                )
                 .map_err(|f| full(f, VerifyCapacity::Subagents))?,
         };
         Ok(u16::try_from(i).ok())
@@ -321,7 +338,13 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
         self.owners.get(i).map(|(_, e)| e.owner)
     }
 
-    fn set_owner(&mut self, kind: Owned, id: JsonStr<'_>, owner: Option<u16>, overwrite: bool) -> VResult {
+    fn set_owner(
+        &mut self,
+        kind: Owned,
+        id: JsonStr<'_>,
+        owner: Option<u16>,
+        overwrite: bool,
+    ) -> VResult {
         match self.owners.find(kind, id) {
             Some(i) if overwrite => self.owners.set_entry(i, Entry { kind, owner }),
             Some(_) => {}
@@ -336,7 +359,13 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
 
     /// The reference's `subagentTagError`: an attributed event must match
     /// the recorded owner of what it refers to.
-    fn check_owner(&mut self, event: &Event<'_>, owner: Option<Option<u16>>, label: &'static str, id: JsonStr<'_>) -> VResult {
+    fn check_owner(
+        &mut self,
+        event: &Event<'_>,
+        owner: Option<Option<u16>>,
+        label: &'static str,
+        id: JsonStr<'_>,
+    ) -> VResult {
         let (Some(tag), Some(owner)) = (event.subagent_run_id(), owner) else {
             return Ok(());
         };
@@ -349,7 +378,12 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
             event,
             Rule::OwnerMismatch,
             label,
-            [Some(tag), Some(id), owner_name.as_ref().map(StoredStr::text), None],
+            [
+                Some(tag),
+                Some(id),
+                owner_name.as_ref().map(StoredStr::text),
+                None,
+            ],
         )
     }
 
@@ -367,7 +401,9 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
     /// Position of the open step `name` owned by `tag`.
     fn find_step(&self, name: JsonStr<'_>, tag: Option<JsonStr<'_>>) -> Option<usize> {
         self.open.iter().position(|(s, e)| {
-            e.kind == Open::Entity(Entity::Step) && s.text() == name && self.same_owner(e.owner, tag)
+            e.kind == Open::Entity(Entity::Step)
+                && s.text() == name
+                && self.same_owner(e.owner, tag)
         })
     }
 
@@ -413,7 +449,12 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
             T::TextMessageStart => {
                 let id = event.message_id().unwrap_or(EMPTY);
                 if self.find_open(Entity::TextMessage, id).is_some() {
-                    return self.reject(event, Rule::AlreadyOpen(Entity::TextMessage), "", [Some(id), None, None, None]);
+                    return self.reject(
+                        event,
+                        Rule::AlreadyOpen(Entity::TextMessage),
+                        "",
+                        [Some(id), None, None, None],
+                    );
                 }
                 let existing = self.owner_of(Owned::Message, id);
                 self.check_owner(event, existing, "message", id)?;
@@ -426,7 +467,12 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
             T::TextMessageContent | T::TextMessageEnd => {
                 let id = event.message_id().unwrap_or(EMPTY);
                 let Some(i) = self.find_open(Entity::TextMessage, id) else {
-                    return self.reject(event, Rule::NotOpen(Entity::TextMessage), "", [Some(id), None, None, None]);
+                    return self.reject(
+                        event,
+                        Rule::NotOpen(Entity::TextMessage),
+                        "",
+                        [Some(id), None, None, None],
+                    );
                 };
                 let owner = self.owner_of(Owned::Message, id);
                 self.check_owner(event, owner, "message", id)?;
@@ -438,7 +484,12 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
             T::ToolCallArgs | T::ToolCallEnd => {
                 let id = event.tool_call_id().unwrap_or(EMPTY);
                 let Some(i) = self.find_open(Entity::ToolCall, id) else {
-                    return self.reject(event, Rule::NotOpen(Entity::ToolCall), "", [Some(id), None, None, None]);
+                    return self.reject(
+                        event,
+                        Rule::NotOpen(Entity::ToolCall),
+                        "",
+                        [Some(id), None, None, None],
+                    );
                 };
                 let owner = self.owner_of(Owned::ToolCall, id);
                 self.check_owner(event, owner, "tool call", id)?;
@@ -449,7 +500,12 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
             T::StepStarted => {
                 let name = event.step_name().unwrap_or(EMPTY);
                 if self.find_step(name, tag).is_some() {
-                    return self.reject(event, Rule::AlreadyOpen(Entity::Step), "", [Some(name), tag, None, None]);
+                    return self.reject(
+                        event,
+                        Rule::AlreadyOpen(Entity::Step),
+                        "",
+                        [Some(name), tag, None, None],
+                    );
                 }
                 let owner = self.intern(tag)?;
                 self.push_open(Open::Entity(Entity::Step), name, owner)?;
@@ -472,7 +528,12 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                                 [Some(name), tag, other.as_ref().map(StoredStr::text), None],
                             )
                         }
-                        None => self.reject(event, Rule::NotOpen(Entity::Step), "", [Some(name), None, None, None]),
+                        None => self.reject(
+                            event,
+                            Rule::NotOpen(Entity::Step),
+                            "",
+                            [Some(name), None, None, None],
+                        ),
                     };
                 };
                 self.open.remove(i);
@@ -497,9 +558,18 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
             }
             T::ReasoningStart | T::ReasoningMessageStart => {
                 let id = event.message_id().unwrap_or(EMPTY);
-                let kind = if ty == T::ReasoningStart { Entity::ReasoningSpan } else { Entity::ReasoningMessage };
+                let kind = if ty == T::ReasoningStart {
+                    Entity::ReasoningSpan
+                } else {
+                    Entity::ReasoningMessage
+                };
                 if v1 && self.find_open(kind, id).is_some() {
-                    return self.reject(event, Rule::AlreadyOpen(kind), "", [Some(id), None, None, None]);
+                    return self.reject(
+                        event,
+                        Rule::AlreadyOpen(kind),
+                        "",
+                        [Some(id), None, None, None],
+                    );
                 }
                 let existing = self.owner_of(Owned::Reasoning, id);
                 self.check_owner(event, existing, "reasoning message", id)?;
@@ -514,10 +584,19 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
             }
             T::ReasoningMessageContent | T::ReasoningMessageEnd | T::ReasoningEnd => {
                 let id = event.message_id().unwrap_or(EMPTY);
-                let kind = if ty == T::ReasoningEnd { Entity::ReasoningSpan } else { Entity::ReasoningMessage };
+                let kind = if ty == T::ReasoningEnd {
+                    Entity::ReasoningSpan
+                } else {
+                    Entity::ReasoningMessage
+                };
                 let open = self.find_open(kind, id);
                 if v1 && open.is_none() {
-                    return self.reject(event, Rule::NotOpen(kind), "", [Some(id), None, None, None]);
+                    return self.reject(
+                        event,
+                        Rule::NotOpen(kind),
+                        "",
+                        [Some(id), None, None, None],
+                    );
                 }
                 let owner = self.owner_of(Owned::Reasoning, id);
                 self.check_owner(event, owner, "reasoning message", id)?;
@@ -531,7 +610,9 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                 let (owner, label) = if subtype.is_some_and(|s| s.eq_str("tool-call")) {
                     (self.owner_of(Owned::ToolCall, id), "tool call")
                 } else {
-                    let owner = self.owner_of(Owned::Message, id).or_else(|| self.owner_of(Owned::Reasoning, id));
+                    let owner = self
+                        .owner_of(Owned::Message, id)
+                        .or_else(|| self.owner_of(Owned::Reasoning, id));
                     (owner, "message")
                 };
                 self.check_owner(event, owner, label, id)?;
@@ -539,17 +620,32 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
             T::SubagentStarted => {
                 let id = event.subagent_run_id().unwrap_or(EMPTY);
                 if self.find_open(Entity::Subagent, id).is_some() {
-                    return self.reject(event, Rule::SubagentActive, "", [Some(id), None, None, None]);
+                    return self.reject(
+                        event,
+                        Rule::SubagentActive,
+                        "",
+                        [Some(id), None, None, None],
+                    );
                 }
                 if self.open.find(Open::FinishedSubagent, id).is_some() {
-                    return self.reject(event, Rule::SubagentReused, "", [Some(id), None, None, None]);
+                    return self.reject(
+                        event,
+                        Rule::SubagentReused,
+                        "",
+                        [Some(id), None, None, None],
+                    );
                 }
                 if let Some(parent) = event.parent_subagent_run_id() {
-                    let known = self
-                        .open
-                        .find_where(parent, |k| matches!(k, Open::Entity(Entity::Subagent) | Open::FinishedSubagent));
+                    let known = self.open.find_where(parent, |k| {
+                        matches!(k, Open::Entity(Entity::Subagent) | Open::FinishedSubagent)
+                    });
                     if known.is_none() {
-                        return self.reject(event, Rule::UnknownParentSubagent, "", [Some(parent), None, None, None]);
+                        return self.reject(
+                            event,
+                            Rule::UnknownParentSubagent,
+                            "",
+                            [Some(parent), None, None, None],
+                        );
                     }
                 }
                 self.push_open(Open::Entity(Entity::Subagent), id, None)?;
@@ -557,7 +653,12 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
             T::SubagentFinished | T::SubagentError => {
                 let id = event.subagent_run_id().unwrap_or(EMPTY);
                 let Some(i) = self.find_open(Entity::Subagent, id) else {
-                    return self.reject(event, Rule::SubagentNotActive, "", [Some(id), None, None, None]);
+                    return self.reject(
+                        event,
+                        Rule::SubagentNotActive,
+                        "",
+                        [Some(id), None, None, None],
+                    );
                 };
                 self.open.set_entry(
                     i,
@@ -589,7 +690,12 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                         Entity::Subagent,
                     ]
                 } else {
-                    &[Entity::Step, Entity::TextMessage, Entity::ToolCall, Entity::Subagent]
+                    &[
+                        Entity::Step,
+                        Entity::TextMessage,
+                        Entity::ToolCall,
+                        Entity::Subagent,
+                    ]
                 };
                 if let Some(&kind) = order.iter().find(|&&k| self.open_count(k) > 0) {
                     return self.reject(event, Rule::OpenAtRunFinished(kind), "", [None; 4]);
@@ -640,42 +746,52 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
     fn tool_call_start(&mut self, event: &Event<'_>) -> VResult {
         let id = event.tool_call_id().unwrap_or(EMPTY);
         if self.find_open(Entity::ToolCall, id).is_some() {
-            return self.reject(event, Rule::AlreadyOpen(Entity::ToolCall), "", [Some(id), None, None, None]);
+            return self.reject(
+                event,
+                Rule::AlreadyOpen(Entity::ToolCall),
+                "",
+                [Some(id), None, None, None],
+            );
         }
         let tag = event.subagent_run_id();
         let parent = event.parent_message_id();
         // A tool call belongs to the message that carries it.
         let inherited = parent.and_then(|p| self.owner_of(Owned::Message, p));
-        if let (Some(p), Some(po), Some(t)) = (parent, inherited, tag) {
-            if !self.same_owner(po, Some(t)) {
-                let po_name = self.name(po).and_then(|s| StoredStr::<L>::new(s).ok());
-                return self.reject(
-                    event,
-                    Rule::ParentOwnerMismatch,
-                    "",
-                    [Some(t), Some(p), po_name.as_ref().map(StoredStr::text), None],
-                );
-            }
+        if let (Some(p), Some(po), Some(t)) = (parent, inherited, tag)
+            && !self.same_owner(po, Some(t))
+        {
+            let po_name = self.name(po).and_then(|s| StoredStr::<L>::new(s).ok());
+            return self.reject(
+                event,
+                Rule::ParentOwnerMismatch,
+                "",
+                [
+                    Some(t),
+                    Some(p),
+                    po_name.as_ref().map(StoredStr::text),
+                    None,
+                ],
+            );
         }
         let existing = self.owner_of(Owned::ToolCall, id);
         if let Some(eo) = existing {
             self.check_owner(event, existing, "tool call", id)?;
-            if let (None, Some(io)) = (tag, inherited) {
-                if self.name(io) != self.name(eo) {
-                    let eo_name = self.name(eo).and_then(|s| StoredStr::<L>::new(s).ok());
-                    let io_name = self.name(io).and_then(|s| StoredStr::<L>::new(s).ok());
-                    return self.reject(
-                        event,
-                        Rule::ToolCallParentConflict,
-                        "",
-                        [
-                            Some(id),
-                            eo_name.as_ref().map(StoredStr::text),
-                            parent,
-                            io_name.as_ref().map(StoredStr::text),
-                        ],
-                    );
-                }
+            if let (None, Some(io)) = (tag, inherited)
+                && self.name(io) != self.name(eo)
+            {
+                let eo_name = self.name(eo).and_then(|s| StoredStr::<L>::new(s).ok());
+                let io_name = self.name(io).and_then(|s| StoredStr::<L>::new(s).ok());
+                return self.reject(
+                    event,
+                    Rule::ToolCallParentConflict,
+                    "",
+                    [
+                        Some(id),
+                        eo_name.as_ref().map(StoredStr::text),
+                        parent,
+                        io_name.as_ref().map(StoredStr::text),
+                    ],
+                );
             }
         }
         let owner = match tag {
@@ -726,7 +842,10 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
 
     /// The reference's message for `error` (valid until the next event).
     pub fn describe(&self, error: VerifyError) -> Describe<'_, N, O, L> {
-        Describe { verifier: self, error }
+        Describe {
+            verifier: self,
+            error,
+        }
     }
 }
 

@@ -100,6 +100,7 @@ fn real_captures_decode_cleanly() {
                     start: frame.start,
                     end: frame.end,
                     terminated: true,
+                    original: true,
                 };
                 assert_eq!(*info, expected, "{what}: event {i}");
                 assert_eq!(*ty, frame.event_type, "{what}: event {i}");

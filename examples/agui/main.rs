@@ -15,7 +15,7 @@ mod canon;
 use std::io::{Read, Write as _};
 use std::process::ExitCode;
 
-use agui_stream::{Config, Dialect, Event, FrameInfo, Pipeline, encode};
+use agui_stream::{Config, Dialect, Entity, Event, FrameInfo, Minting, Pipeline, encode};
 
 struct Options {
     dialect: Dialect,
@@ -73,7 +73,11 @@ fn json_string(s: &str) -> String {
 fn check(o: &Options) -> std::io::Result<()> {
     let input = read_input(&o.file)?;
     let mut buffer = vec![0u8; o.buffer];
-    let mut pipeline = Pipeline::new(&mut buffer, Config::new().dialect(o.dialect));
+    // Minted ids follow the reference oracle's sequence so outputs compare.
+    let config = Config::new()
+        .dialect(o.dialect)
+        .minting(Minting::Deterministic);
+    let mut pipeline = Pipeline::new(&mut buffer, config);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut json = Vec::new();
@@ -102,25 +106,16 @@ fn check(o: &Options) -> std::io::Result<()> {
         Ok(summary) => {
             writeln!(out, "{{\"result\":\"ok\"}}")?;
             out.flush()?;
-            eprintln!(
-                "agui: {} frames, {} events, {} bytes{}",
-                summary.frames,
-                summary.events,
-                summary.bytes,
-                if summary.unterminated_frame {
-                    "; the last frame was not terminated"
-                } else {
-                    ""
-                }
-            );
+            report(&pipeline, &summary);
         }
         Err(e) => {
+            let message = pipeline.message(&e).to_string();
             writeln!(
                 out,
                 "{{\"result\":\"error\",\"index\":{},\"stage\":\"{}\",\"message\":{}}}",
                 e.frame,
-                e.stage().as_str(),
-                json_string(&e.to_string())
+                e.stage.as_str(),
+                json_string(&message)
             )?;
             out.flush()?;
             if e.is_capacity() {
@@ -129,6 +124,45 @@ fn check(o: &Options) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The end-of-stream report, on stderr: what the reference does not say.
+fn report(pipeline: &Pipeline, s: &agui_stream::Summary) {
+    eprintln!(
+        "agui: {} frames, {} events, {} bytes; run {:?}{}",
+        s.frames,
+        s.events,
+        s.bytes,
+        s.run,
+        if s.is_complete() {
+            "; complete"
+        } else {
+            "; INCOMPLETE"
+        }
+    );
+    if s.unterminated_frame {
+        eprintln!("agui:   the last frame was not terminated (stream cut?)");
+    }
+    let v = pipeline.verifier();
+    for (kind, label) in [
+        (Entity::TextMessage, "text messages"),
+        (Entity::ToolCall, "tool calls"),
+        (Entity::Step, "steps"),
+        (Entity::ReasoningSpan, "reasoning spans"),
+        (Entity::ReasoningMessage, "reasoning messages"),
+        (Entity::Subagent, "subagents"),
+    ] {
+        let ids: Vec<String> = v.open_ids(kind).map(|id| id.to_string()).collect();
+        if !ids.is_empty() {
+            eprintln!("agui:   open {label}: {}", ids.join(", "));
+        }
+    }
+    if s.open.chunk_lanes > 0 {
+        eprintln!("agui:   chunk streams never closed: {}", s.open.chunk_lanes);
+    }
+    if s.open.thinking {
+        eprintln!("agui:   a thinking step or message is still open");
+    }
 }
 
 fn main() -> ExitCode {

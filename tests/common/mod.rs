@@ -158,7 +158,7 @@ impl From<&Result<Summary, Error>> for Verdict {
             Ok(_) => Verdict::Ok,
             Err(e) => Verdict::Error {
                 index: e.frame,
-                stage: e.stage().as_str().to_owned(),
+                stage: e.stage.as_str().to_owned(),
             },
         }
     }

@@ -1,0 +1,555 @@
+//! Chunk normalization: `*_CHUNK` shorthand → START / CONTENT / END, as the
+//! reference's `transformChunks` does.
+//!
+//! A chunk opens a *lane* or continues the open one. Lanes are keyed by
+//! owner (the parent agent or a subagent's `subagentRunId`); each holds at
+//! most one open text message, tool call or reasoning message. One input
+//! event yields up to three output events: the END of the lane's previous
+//! stream, a START, and a CONTENT (ARGS for tool calls). Synthesized events
+//! borrow their ids from the lane storage, so later stages treat them like
+//! decoded ones.
+
+use core::fmt;
+
+use crate::event::Event;
+use crate::event_type::{EventType, Key};
+use crate::ids::StoredStr;
+use crate::json::RawJson;
+use crate::schema::Dialect;
+use crate::string::JsonStr;
+
+/// What a lane streams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum LaneKind {
+    /// TEXT_MESSAGE_CHUNK
+    Text,
+    /// TOOL_CALL_CHUNK
+    Tool,
+    /// REASONING_MESSAGE_CHUNK
+    Reasoning,
+}
+
+impl LaneKind {
+    const fn chunk(self) -> EventType {
+        match self {
+            LaneKind::Text => EventType::TextMessageChunk,
+            LaneKind::Tool => EventType::ToolCallChunk,
+            LaneKind::Reasoning => EventType::ReasoningMessageChunk,
+        }
+    }
+
+    const fn entity(self) -> &'static str {
+        match self {
+            LaneKind::Text => "text message",
+            LaneKind::Tool => "tool call",
+            LaneKind::Reasoning => "reasoning message",
+        }
+    }
+
+    const fn id_field(self) -> &'static str {
+        match self {
+            LaneKind::Tool => "toolCallId",
+            _ => "messageId",
+        }
+    }
+
+    const fn id_key(self) -> Key {
+        match self {
+            LaneKind::Tool => Key::ToolCallId,
+            _ => Key::MessageId,
+        }
+    }
+}
+
+/// Why a chunk could not be normalized.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ChunkError {
+    /// A chunk that opens a lane has no id (`First … must have a messageId`).
+    MissingId(LaneKind),
+    /// A TOOL_CALL_CHUNK that opens a lane has no `toolCallName`.
+    MissingToolCallName,
+    /// A continuation repeats an opener field with another value (V1).
+    Mismatch {
+        /// What the lane streams.
+        kind: LaneKind,
+        /// The field (`role`, `name`, `toolCallName`, `parentMessageId`).
+        field: &'static str,
+    },
+    /// A chunk names an id open in another subagent's lane.
+    SubagentMismatch(LaneKind),
+    /// A chunk with neither id nor subagentRunId while several lanes of its
+    /// kind are open.
+    Ambiguous {
+        /// What the lanes stream.
+        kind: LaneKind,
+        /// How many are open.
+        lanes: usize,
+    },
+    /// More lanes than the normalizer holds.
+    TooManyLanes,
+    /// An id, name or subagentRunId longer than the lane storage.
+    IdTooLong,
+}
+
+impl ChunkError {
+    /// True for the capacity errors.
+    pub fn is_capacity(&self) -> bool {
+        matches!(self, ChunkError::TooManyLanes | ChunkError::IdTooLong)
+    }
+}
+
+const TEXT_ROLE_NAMES: [&str; 4] = ["developer", "system", "assistant", "user"];
+const TEXT_ROLES: [&[u8]; 4] = [
+    b"\"developer\"",
+    b"\"system\"",
+    b"\"assistant\"",
+    b"\"user\"",
+];
+const ASSISTANT: u8 = 2;
+const REASONING_ROLE: RawJson<'static> = RawJson::constant(b"\"reasoning\"");
+const EMPTY_DELTA: RawJson<'static> = RawJson::constant(b"\"\"");
+
+/// One open chunk stream.
+#[derive(Clone, Copy, Debug)]
+struct Lane<const L: usize> {
+    /// The lane's key, and the opener's `subagentRunId`.
+    owner: Option<StoredStr<L>>,
+    kind: LaneKind,
+    id: StoredStr<L>,
+    /// Text: index into `TEXT_ROLES`.
+    role: u8,
+    /// Text: `name`; tool: `toolCallName`.
+    name: Option<StoredStr<L>>,
+    /// Tool: `parentMessageId`.
+    parent: Option<StoredStr<L>>,
+}
+
+fn stored<const L: usize>(s: Option<JsonStr<'_>>) -> Result<Option<StoredStr<L>>, ChunkError> {
+    s.map(|s| StoredStr::new(s).map_err(|_| ChunkError::IdTooLong))
+        .transpose()
+}
+
+fn text_of<const L: usize>(s: &Option<StoredStr<L>>) -> Option<JsonStr<'_>> {
+    s.as_ref().map(StoredStr::text)
+}
+
+/// Either the normalizer's own error or the downstream consumer's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop<E> {
+    /// The chunk could not be normalized.
+    Chunk(ChunkError),
+    /// The consumer of the output refused an event.
+    Downstream(E),
+}
+
+/// The chunk normalizer: at most `LANES` lanes, strings of at most `L`
+/// bytes of JSON text.
+#[derive(Clone, Debug)]
+pub struct Normalizer<const LANES: usize, const L: usize> {
+    dialect: Dialect,
+    lanes: heapless::Vec<Lane<L>, LANES>,
+    /// Strings for the last error's message: id, incoming, established.
+    detail: [Option<StoredStr<L>>; 3],
+}
+
+impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
+    /// A normalizer with no open lane.
+    pub const fn new(dialect: Dialect) -> Self {
+        Normalizer {
+            dialect,
+            lanes: heapless::Vec::new(),
+            detail: [None; 3],
+        }
+    }
+
+    /// Number of open lanes (streams a chunk opened and nothing closed).
+    pub fn open_lanes(&self) -> usize {
+        self.lanes.len()
+    }
+
+    fn lane(&self, owner: Option<JsonStr<'_>>) -> Option<usize> {
+        self.lanes.iter().position(|l| text_of(&l.owner) == owner)
+    }
+
+    fn fail(&mut self, e: ChunkError, strs: [Option<JsonStr<'_>>; 3]) -> ChunkError {
+        for (slot, s) in self.detail.iter_mut().zip(strs) {
+            *slot = s.and_then(|s| StoredStr::new(s).ok());
+        }
+        e
+    }
+
+    /// Emits the END of lane `i` and removes it.
+    fn close<E>(
+        &mut self,
+        i: usize,
+        emit: &mut impl FnMut(&Event<'_>) -> Result<(), E>,
+    ) -> Result<(), Stop<E>> {
+        let Some(lane) = self.lanes.get(i).copied() else {
+            return Ok(());
+        };
+        self.lanes.remove(i);
+        let ty = match lane.kind {
+            LaneKind::Text => EventType::TextMessageEnd,
+            LaneKind::Tool => EventType::ToolCallEnd,
+            LaneKind::Reasoning => EventType::ReasoningMessageEnd,
+        };
+        let mut end = Event::empty(ty, self.dialect, None);
+        end.set(lane.kind.id_key(), Some(lane.id.json()));
+        end.set(Key::SubagentRunId, lane.owner.as_ref().map(StoredStr::json));
+        emit(&end).map_err(Stop::Downstream)
+    }
+
+    fn close_owner<E>(
+        &mut self,
+        owner: Option<JsonStr<'_>>,
+        emit: &mut impl FnMut(&Event<'_>) -> Result<(), E>,
+    ) -> Result<(), Stop<E>> {
+        match self.lane(owner) {
+            Some(i) => self.close(i, emit),
+            None => Ok(()),
+        }
+    }
+
+    /// Closes every lane (in opening order).
+    fn close_all<E>(
+        &mut self,
+        emit: &mut impl FnMut(&Event<'_>) -> Result<(), E>,
+    ) -> Result<(), Stop<E>> {
+        while !self.lanes.is_empty() {
+            self.close(0, emit)?;
+        }
+        Ok(())
+    }
+
+    /// Normalizes one event, passing the result (zero to three events) to
+    /// `emit` in order.
+    pub fn process<E>(
+        &mut self,
+        event: &Event<'_>,
+        mut emit: impl FnMut(&Event<'_>) -> Result<(), E>,
+    ) -> Result<(), Stop<E>> {
+        use EventType as T;
+        let emit = &mut emit;
+        match event.event_type() {
+            T::TextMessageChunk => return self.chunk(LaneKind::Text, event, emit),
+            T::ToolCallChunk => return self.chunk(LaneKind::Tool, event, emit),
+            T::ReasoningMessageChunk => return self.chunk(LaneKind::Reasoning, event, emit),
+            T::RunStarted | T::RunFinished | T::RunError | T::MessagesSnapshot => {
+                self.close_all(emit)?
+            }
+            T::Raw
+            | T::ActivitySnapshot
+            | T::ActivityDelta
+            | T::ReasoningEncryptedValue
+            | T::SubagentStarted => {}
+            T::SubagentFinished | T::SubagentError => {
+                if let Some(owner) = event.subagent_run_id() {
+                    self.close_owner(Some(owner), emit)?;
+                }
+            }
+            _ => {
+                // V0 passes unknown members through, so even events whose
+                // schema has no subagentRunId close the lane it names.
+                let owner = event.subagent_run_id().or_else(|| {
+                    event
+                        .object()
+                        .and_then(|o| o.get(Key::SubagentRunId.as_str()))
+                        .and_then(|v| v.as_str())
+                        .filter(|_| self.dialect == Dialect::V0)
+                });
+                self.close_owner(owner, emit)?;
+            }
+        }
+        emit(event).map_err(Stop::Downstream)
+    }
+
+    /// The lane a chunk belongs to (the reference's `resolveLane`).
+    fn resolve(
+        &mut self,
+        kind: LaneKind,
+        id: Option<JsonStr<'_>>,
+        tag: Option<JsonStr<'_>>,
+    ) -> Result<Option<StoredStr<L>>, ChunkError> {
+        if let Some(id) = id {
+            let holder = self
+                .lanes
+                .iter()
+                .find(|l| l.kind == kind && l.id.text() == id)
+                .map(|l| l.owner);
+            return match holder {
+                Some(owner) => {
+                    if let Some(tag) = tag
+                        && text_of(&owner) != Some(tag)
+                    {
+                        let err = ChunkError::SubagentMismatch(kind);
+                        return Err(self.fail(err, [Some(id), Some(tag), text_of(&owner)]));
+                    }
+                    Ok(owner)
+                }
+                None => stored(tag),
+            };
+        }
+        if tag.is_some() {
+            return stored(tag);
+        }
+        if self
+            .lanes
+            .iter()
+            .any(|l| l.owner.is_none() && l.kind == kind)
+        {
+            return Ok(None);
+        }
+        let mut candidates = self.lanes.iter().filter(|l| l.kind == kind);
+        match (candidates.next(), candidates.count()) {
+            (Some(only), 0) => Ok(only.owner),
+            (Some(_), more) => Err(self.fail(
+                ChunkError::Ambiguous {
+                    kind,
+                    lanes: more + 1,
+                },
+                [None; 3],
+            )),
+            (None, _) => Ok(None),
+        }
+    }
+
+    fn chunk<E>(
+        &mut self,
+        kind: LaneKind,
+        chunk: &Event<'_>,
+        emit: &mut impl FnMut(&Event<'_>) -> Result<(), E>,
+    ) -> Result<(), Stop<E>> {
+        let v1 = self.dialect == Dialect::V1;
+        let id = chunk.str(kind.id_key());
+        let tag = chunk.subagent_run_id();
+        let owner = self.resolve(kind, id, tag).map_err(Stop::Chunk)?;
+        let at = self.lane(text_of(&owner));
+        let continues = at
+            .and_then(|i| self.lanes.get(i))
+            .is_some_and(|l| l.kind == kind && id.is_none_or(|id| l.id.text() == id));
+        let lane_index = if continues {
+            if v1 {
+                self.agree(at, chunk).map_err(Stop::Chunk)?;
+            }
+            at
+        } else {
+            // Everything that can fail is checked before the previous lane's
+            // END goes out: the reference emits nothing for a failing chunk.
+            let Some(id) = id else {
+                return Err(Stop::Chunk(ChunkError::MissingId(kind)));
+            };
+            let name = match kind {
+                LaneKind::Text => chunk.name(),
+                LaneKind::Tool => match chunk.tool_call_name() {
+                    Some(n) => Some(n),
+                    None => return Err(Stop::Chunk(ChunkError::MissingToolCallName)),
+                },
+                LaneKind::Reasoning => None,
+            };
+            let role = chunk
+                .role()
+                .and_then(|r| TEXT_ROLE_NAMES.iter().position(|t| r.eq_str(t)))
+                .and_then(|i| u8::try_from(i).ok())
+                .unwrap_or(ASSISTANT);
+            let lane = Lane {
+                owner,
+                kind,
+                id: StoredStr::new(id).map_err(|_| Stop::Chunk(ChunkError::IdTooLong))?,
+                role,
+                name: stored(name).map_err(Stop::Chunk)?,
+                parent: stored(chunk.parent_message_id()).map_err(Stop::Chunk)?,
+            };
+            if at.is_none() && self.lanes.is_full() {
+                return Err(Stop::Chunk(ChunkError::TooManyLanes));
+            }
+            if let Some(i) = at {
+                self.close(i, emit)?;
+            }
+            self.lanes
+                .push(lane)
+                .map_err(|_| Stop::Chunk(ChunkError::TooManyLanes))?;
+            emit(&self.start(kind, chunk, role)).map_err(Stop::Downstream)?;
+            self.lanes.len().checked_sub(1)
+        };
+        let Some(lane) = lane_index.and_then(|i| self.lanes.get(i)).copied() else {
+            return Ok(());
+        };
+        let content_type = match kind {
+            LaneKind::Text => EventType::TextMessageContent,
+            LaneKind::Tool => EventType::ToolCallArgs,
+            LaneKind::Reasoning => EventType::ReasoningMessageContent,
+        };
+        let content_owner = tag
+            .map(|_| chunk.get(Key::SubagentRunId))
+            .unwrap_or(lane.owner.as_ref().map(StoredStr::json));
+        let mut content = Event::empty(content_type, self.dialect, None);
+        content.set(kind.id_key(), Some(lane.id.json()));
+        content.set(Key::SubagentRunId, content_owner);
+        content.set(Key::Metadata, chunk.metadata());
+        let delta = chunk.get(Key::Delta);
+        let has_content = if v1 {
+            delta.is_some() || chunk.raw_event().is_some()
+        } else {
+            delta.is_some()
+        };
+        if has_content {
+            content.set(Key::Delta, Some(delta.unwrap_or(EMPTY_DELTA)));
+            if v1 {
+                content.set(Key::RawEvent, chunk.raw_event());
+            }
+            return emit(&content).map_err(Stop::Downstream);
+        }
+        // A continuation carrying only metadata still yields an (empty)
+        // CONTENT so the metadata is not lost; an opener's rode the START.
+        if continues && chunk.metadata().is_some() {
+            content.set(Key::Delta, Some(EMPTY_DELTA));
+            return emit(&content).map_err(Stop::Downstream);
+        }
+        Ok(())
+    }
+
+    /// V1: a continuation may repeat the opener's fields, but only with the
+    /// same values.
+    fn agree(&mut self, at: Option<usize>, chunk: &Event<'_>) -> Result<(), ChunkError> {
+        let Some(lane) = at.and_then(|i| self.lanes.get(i)).copied() else {
+            return Ok(());
+        };
+        let checks: [(&'static str, Option<JsonStr<'_>>, Option<JsonStr<'_>>); 2] = match lane.kind
+        {
+            LaneKind::Text => {
+                let role = TEXT_ROLE_NAMES
+                    .get(usize::from(lane.role))
+                    .map(|r| JsonStr::from_escaped(r.as_bytes()));
+                [
+                    ("role", chunk.role(), role),
+                    ("name", chunk.name(), text_of(&lane.name)),
+                ]
+            }
+            LaneKind::Tool => [
+                ("toolCallName", chunk.tool_call_name(), text_of(&lane.name)),
+                (
+                    "parentMessageId",
+                    chunk.parent_message_id(),
+                    text_of(&lane.parent),
+                ),
+            ],
+            LaneKind::Reasoning => return Ok(()),
+        };
+        for (field, incoming, established) in checks {
+            if let Some(incoming) = incoming
+                && Some(incoming) != established
+            {
+                let err = ChunkError::Mismatch {
+                    kind: lane.kind,
+                    field,
+                };
+                return Err(self.fail(err, [Some(lane.id.text()), Some(incoming), established]));
+            }
+        }
+        Ok(())
+    }
+
+    /// The START a chunk opening `lane` stands for.
+    fn start<'e>(&self, kind: LaneKind, chunk: &Event<'e>, role: u8) -> Event<'e> {
+        let ty = match kind {
+            LaneKind::Text => EventType::TextMessageStart,
+            LaneKind::Tool => EventType::ToolCallStart,
+            LaneKind::Reasoning => EventType::ReasoningMessageStart,
+        };
+        let mut start = Event::empty(ty, self.dialect, None);
+        start.set(kind.id_key(), chunk.get(kind.id_key()));
+        start.set(Key::SubagentRunId, chunk.get(Key::SubagentRunId));
+        start.set(Key::Metadata, chunk.metadata());
+        match kind {
+            LaneKind::Text => {
+                let role = TEXT_ROLES
+                    .get(usize::from(role))
+                    .map(|r| RawJson::constant(r));
+                start.set(Key::Role, chunk.get(Key::Role).or(role));
+                start.set(Key::Name, chunk.get(Key::Name));
+            }
+            LaneKind::Tool => {
+                start.set(Key::ToolCallName, chunk.get(Key::ToolCallName));
+                start.set(Key::ParentMessageId, chunk.get(Key::ParentMessageId));
+            }
+            LaneKind::Reasoning => start.set(Key::Role, Some(REASONING_ROLE)),
+        }
+        start
+    }
+
+    /// The reference's message for `error` (valid until the next event).
+    pub fn describe(&self, error: ChunkError) -> DescribeChunk<'_, LANES, L> {
+        DescribeChunk {
+            normalizer: self,
+            error,
+        }
+    }
+}
+
+/// Renders a [`ChunkError`] in the reference's words.
+pub struct DescribeChunk<'n, const LANES: usize, const L: usize> {
+    normalizer: &'n Normalizer<LANES, L>,
+    error: ChunkError,
+}
+
+impl<const LANES: usize, const L: usize> fmt::Display for DescribeChunk<'_, LANES, L> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = |i: usize| {
+            self.normalizer
+                .detail
+                .get(i)
+                .and_then(Option::as_ref)
+                .map(StoredStr::text)
+        };
+        let empty = JsonStr::from_escaped(b"");
+        match self.error {
+            ChunkError::MissingId(kind) => {
+                write!(f, "First {} must have a {}", kind.chunk(), kind.id_field())
+            }
+            ChunkError::MissingToolCallName => {
+                f.write_str("First TOOL_CALL_CHUNK must have a toolCallName")
+            }
+            ChunkError::Mismatch { kind, field } => {
+                write!(
+                    f,
+                    "Cannot continue {} '{}': chunk {field} '{}' does not match the open stream's {field} ",
+                    kind.entity(),
+                    d(0).unwrap_or(empty),
+                    d(1).unwrap_or(empty)
+                )?;
+                match d(2) {
+                    Some(s) => write!(f, "'{s}'."),
+                    None => f.write_str("(absent)."),
+                }
+            }
+            ChunkError::SubagentMismatch(kind) => {
+                write!(
+                    f,
+                    "Cannot continue {} '{}': chunk subagentRunId '{}' does not match the open stream's subagent '",
+                    kind.entity(),
+                    d(0).unwrap_or(empty),
+                    d(1).unwrap_or(empty)
+                )?;
+                match d(2) {
+                    Some(s) => write!(f, "{s}'."),
+                    None => f.write_str("(the parent agent)'."),
+                }
+            }
+            ChunkError::Ambiguous { kind, lanes } => write!(
+                f,
+                "Ambiguous {}: it carries neither a {} nor a subagentRunId, but {lanes} lanes have an open {}. Attribute the chunk to the subagent it belongs to.",
+                kind.chunk(),
+                kind.id_field(),
+                kind.entity()
+            ),
+            ChunkError::TooManyLanes => {
+                f.write_str("more chunk lanes open at once than the normalizer holds")
+            }
+            ChunkError::IdTooLong => {
+                f.write_str("a chunk id, name or subagentRunId longer than the lane storage")
+            }
+        }
+    }
+}
