@@ -13,7 +13,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use agui_stream::{
-    BufferFull, Config, Dialect, Error, Event, FrameInfo, Pipeline, Summary, encode,
+    BufferFull, Config, Dialect, Error, Event, FrameInfo, Minting, Pipeline, Summary, encode,
 };
 
 #[path = "../../examples/agui/canon.rs"]
@@ -313,7 +313,11 @@ fn run_in<'a, I>(buffer: &mut [u8], pieces: I, dialect: Dialect) -> RawOutput
 where
     I: IntoIterator<Item = &'a [u8]>,
 {
-    let mut pipeline = Pipeline::new(buffer, Config::new().dialect(dialect));
+    // The oracle's deterministic ids for translated THINKING_* events.
+    let config = Config::new()
+        .dialect(dialect)
+        .minting(Minting::Deterministic);
+    let mut pipeline = Pipeline::new(buffer, config);
     let mut events = Vec::new();
     let mut sink = |ev: &Event<'_>, frame: &FrameInfo| {
         let mut out = Bytes::default();
@@ -343,12 +347,6 @@ pub fn run_raw(stream: &[u8], dialect: Dialect, chunk: usize) -> RawOutput {
 /// Runs `stream` pushed in `chunk`-byte pieces, in the oracle's output form.
 pub fn run(stream: &[u8], dialect: Dialect, chunk: usize) -> Output {
     run_raw(stream, dialect, chunk).output()
-}
-
-/// True for a stream with `*_CHUNK` or `THINKING_*` events: its expected
-/// output needs the chunk normalizer, which is not built yet.
-pub fn needs_chunk_normalizer(stream: &[u8]) -> bool {
-    contains(stream, b"_CHUNK\"") || contains(stream, b"\"THINKING_")
 }
 
 pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
