@@ -80,3 +80,15 @@ fi
 
 total="$(du -sb "$DEST" | cut -f1)"
 echo "refresh-corpus: $DEST holds $(find "$DEST" -type f | wc -l) files, $total bytes"
+
+# tests/corpus/extra holds cases written for this repository; their answers
+# come from the same oracle. Regenerate them when the oracle is installed
+# (cp -r SHARED/oracle /tmp/oracle && (cd /tmp/oracle && npm ci)).
+ORACLE="${ORACLE:-/tmp/oracle/oracle.mjs}"
+if [ -f "$ORACLE" ] && command -v node >/dev/null 2>&1; then
+    (cd "$DEST/extra" && node "$ORACLE" --ref 1.0.0 --write .expected ./*.sse \
+        && node "$ORACLE" --ref 0.0.59 --write .expected-0.0.59 ./*.sse)
+    echo "extra: answers regenerated with $ORACLE"
+else
+    echo "extra: oracle not installed at $ORACLE; answers kept"
+fi

@@ -4,14 +4,17 @@
 //! Every case's output in the oracle's form (canonical event lines, then
 //! result/index/stage) must equal `NAME.expected` under V1 and
 //! `NAME.expected-0.0.59` under V0 — every category but `sse-quirk`, where
-//! we follow WHATWG framing on purpose (checked separately below).
+//! we follow WHATWG framing on purpose (checked separately below). The
+//! shared corpus is completed by `tests/corpus/extra`: a case for each
+//! lifecycle and chunk rule the shared corpus lacks, answered by the same
+//! oracle.
 
 mod common;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use agui_stream::Dialect;
-use common::{Output, dialect_name, manifest, run};
+use common::{Output, dialect_name, extra_dir, manifest, manifest_in, run};
 
 /// Cases where the reference's framing differs from WHATWG's on purpose.
 const QUIRKS: &str = "sse-quirk";
@@ -24,7 +27,8 @@ const MIN_COMPARED: usize = 200;
 const CHUNK: usize = 65536;
 
 fn conformance(dialect: Dialect) {
-    let cases = manifest();
+    let mut cases = manifest();
+    cases.extend(manifest_in(&extra_dir()));
     let mut compared = 0;
     let mut failures = Vec::new();
     for case in cases.iter().filter(|c| c.category != QUIRKS) {
@@ -118,4 +122,55 @@ fn corpus_is_complete() {
             "{stem}.sse is not in MANIFEST.tsv"
         );
     }
+}
+
+/// The reference's `verify` and `chunks` messages are stable English that
+/// callers grep for: ours must be the same words, ids included.
+#[test]
+fn verify_and_chunk_messages_match_the_reference_word_for_word() {
+    use agui_stream::{Config, Event, FrameInfo, Minting, Pipeline, Stage};
+    let mut cases = manifest();
+    cases.extend(manifest_in(&extra_dir()));
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for case in cases.iter().filter(|c| c.category != QUIRKS) {
+        for dialect in [Dialect::V1, Dialect::V0] {
+            let expected = String::from_utf8(common::read(&case.expected_path(dialect))).unwrap();
+            let last = expected
+                .trim_end()
+                .lines()
+                .last()
+                .unwrap_or_default()
+                .to_owned();
+            if !last.contains(r#""stage":"verify""#) && !last.contains(r#""stage":"chunks""#) {
+                continue;
+            }
+            let mut buf = vec![0u8; 1 << 20];
+            let config = Config::new()
+                .dialect(dialect)
+                .minting(Minting::Deterministic);
+            let mut p = Pipeline::new(&mut buf, config);
+            let mut sink = |_: &Event<'_>, _: &FrameInfo| {};
+            let stream = case.stream();
+            let err = stream
+                .chunks(CHUNK)
+                .try_for_each(|piece| p.push(piece, &mut sink))
+                .and_then(|()| p.finish(&mut sink).map(|_| ()))
+                .expect_err("the oracle rejected this stream");
+            assert!(matches!(err.stage, Stage::Verify | Stage::Chunks));
+            let message = p.message(&err).to_string();
+            let units: Vec<u16> = message.encode_utf16().collect();
+            let ours = format!(r#""message":{}}}"#, common::canon::js_string(&units));
+            checked += 1;
+            if !last.ends_with(&ours) {
+                failures.push(format!(
+                    "{} {}:\n  expected {last}\n  got      {ours}",
+                    case.name,
+                    dialect_name(dialect)
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(checked >= 100, "only {checked} messages checked");
 }

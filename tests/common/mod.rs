@@ -58,6 +58,8 @@ pub fn sse_files(dir: &Path) -> Vec<PathBuf> {
 /// One row of `MANIFEST.tsv`.
 #[derive(Clone, Debug)]
 pub struct Case {
+    /// The directory holding the case's files.
+    pub dir: PathBuf,
     /// File stem: `NAME.sse`, `NAME.expected`, `NAME.expected-0.0.59`.
     pub name: String,
     pub description: String,
@@ -70,7 +72,7 @@ pub struct Case {
 
 impl Case {
     pub fn sse_path(&self) -> PathBuf {
-        conformance_dir().join(format!("{}.sse", self.name))
+        self.dir.join(format!("{}.sse", self.name))
     }
 
     pub fn stream(&self) -> Vec<u8> {
@@ -83,7 +85,7 @@ impl Case {
             Dialect::V1 => "expected",
             Dialect::V0 => "expected-0.0.59",
         };
-        conformance_dir().join(format!("{}.{suffix}", self.name))
+        self.dir.join(format!("{}.{suffix}", self.name))
     }
 
     pub fn expected(&self, dialect: Dialect) -> Output {
@@ -95,7 +97,19 @@ impl Case {
 /// The conformance cases, in manifest order. Panics if the manifest is
 /// malformed or names a case whose files are missing.
 pub fn manifest() -> Vec<Case> {
-    let path = conformance_dir().join("MANIFEST.tsv");
+    manifest_in(&conformance_dir())
+}
+
+/// `tests/corpus/extra`: cases written here for rules the shared corpus
+/// does not exercise, with answers from the same oracle
+/// (`scripts/refresh-corpus.sh` regenerates them).
+pub fn extra_dir() -> PathBuf {
+    corpus_dir().join("extra")
+}
+
+/// The cases of the manifest in `dir`.
+pub fn manifest_in(dir: &Path) -> Vec<Case> {
+    let path = dir.join("MANIFEST.tsv");
     let text = String::from_utf8(read(&path)).expect("MANIFEST.tsv is UTF-8");
     let mut lines = text.lines();
     let header = lines.next().expect("MANIFEST.tsv has a header");
@@ -116,6 +130,7 @@ pub fn manifest() -> Vec<Case> {
             let f: Vec<&str> = line.split('\t').collect();
             assert!(f.len() >= 5, "short MANIFEST.tsv row: {line:?}");
             Case {
+                dir: dir.to_owned(),
                 name: f[0].to_owned(),
                 description: f[1].to_owned(),
                 category: f[2].to_owned(),

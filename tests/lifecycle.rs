@@ -1,0 +1,244 @@
+//! The verifier's capacities, the stop/monitor policies and the
+//! end-of-stream report, through the public pipeline API.
+
+use std::fmt;
+
+use agui_stream::{
+    Capacity, Config, Dialect, Error, ErrorKind, Event, FrameInfo, Pipeline, Policy, Rule,
+    RunPhase, Sink, Stage,
+};
+
+fn sse(events: &[String]) -> Vec<u8> {
+    events
+        .iter()
+        .flat_map(|e| format!("data: {e}\n\n").into_bytes())
+        .collect()
+}
+
+const RUN_STARTED: &str = r#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#;
+const RUN_FINISHED: &str = r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r"}"#;
+
+fn start(id: &str) -> String {
+    format!(r#"{{"type":"TEXT_MESSAGE_START","messageId":"{id}"}}"#)
+}
+fn end(id: &str) -> String {
+    format!(r#"{{"type":"TEXT_MESSAGE_END","messageId":"{id}"}}"#)
+}
+
+/// `n` text messages open at once, then all closed.
+fn open_messages(n: usize) -> Vec<u8> {
+    let mut evs = vec![RUN_STARTED.to_owned()];
+    evs.extend((0..n).map(|i| start(&format!("m{i}"))));
+    evs.extend((0..n).map(|i| end(&format!("m{i}"))));
+    evs.push(RUN_FINISHED.to_owned());
+    sse(&evs)
+}
+
+fn run_sized<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize>(
+    stream: &[u8],
+) -> Result<u64, Error> {
+    let mut buf = vec![0u8; 1 << 16];
+    let mut p = Pipeline::<'_, OPEN, OWNERS, ID_LEN>::with_capacity(&mut buf, Config::new());
+    let mut sink = |_: &Event<'_>, _: &FrameInfo| {};
+    p.push(stream, &mut sink)?;
+    Ok(p.finish(&mut sink)?.events)
+}
+
+#[test]
+fn open_ids_beyond_capacity_are_a_capacity_error() {
+    const N: usize = 6;
+    let stream = open_messages(N + 1);
+    let e = run_sized::<N, 64, 16>(&stream).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Capacity(Capacity::OpenIds));
+    assert!(e.is_capacity());
+    assert_eq!(e.stage, Stage::Verify);
+    assert_eq!(e.frame, N as u64 + 1, "fails at the (N+1)th START");
+    // One more slot and the same stream is accepted.
+    let events = run_sized::<{ N + 1 }, 64, 16>(&stream).unwrap();
+    assert_eq!(events, 2 * (N as u64 + 1) + 2);
+}
+
+#[test]
+fn owners_beyond_capacity_are_a_capacity_error() {
+    // Messages opened one after another: one open at a time, but every id
+    // is remembered for the run (ownership checks need it).
+    let mut evs = vec![RUN_STARTED.to_owned()];
+    for i in 0..5 {
+        evs.push(start(&format!("m{i}")));
+        evs.push(end(&format!("m{i}")));
+    }
+    evs.push(RUN_FINISHED.to_owned());
+    let stream = sse(&evs);
+    let e = run_sized::<4, 4, 16>(&stream).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Capacity(Capacity::Owners));
+    assert!(run_sized::<4, 5, 16>(&stream).is_ok());
+}
+
+#[test]
+fn ids_longer_than_storage_are_a_capacity_error() {
+    // 16 bytes hold a 14-character id and its quotes.
+    let ok = sse(&[
+        RUN_STARTED.into(),
+        start("abcdefghijklmn"),
+        end("abcdefghijklmn"),
+        RUN_FINISHED.into(),
+    ]);
+    let long = sse(&[
+        RUN_STARTED.into(),
+        start("abcdefghijklmno"),
+        end("abcdefghijklmno"),
+        RUN_FINISHED.into(),
+    ]);
+    assert!(run_sized::<4, 4, 16>(&ok).is_ok());
+    let e = run_sized::<4, 4, 16>(&long).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Capacity(Capacity::IdLength));
+}
+
+/// Collects what a monitoring pipeline reports.
+#[derive(Default)]
+struct Monitor {
+    events: Vec<String>,
+    violations: Vec<(Stage, u64, String)>,
+}
+
+impl Sink for Monitor {
+    fn event(&mut self, event: &Event<'_>, _: &FrameInfo) {
+        self.events.push(event.event_type().to_string());
+    }
+    fn violation(&mut self, error: &Error, message: &dyn fmt::Display) {
+        self.violations
+            .push((error.stage, error.frame, message.to_string()));
+    }
+}
+
+fn faulty_stream() -> Vec<u8> {
+    sse(&[
+        RUN_STARTED.into(),
+        r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"ghost","delta":"x"}"#.into(),
+        start("m1"),
+        r#"{"type":"TEXT_MESSAGE_START"}"#.into(),
+        r#"{"type":"TOOL_CALL_CHUNK","delta":"{}"}"#.into(),
+        end("m1"),
+        RUN_FINISHED.into(),
+    ])
+}
+
+#[test]
+fn stop_policy_stops_at_the_first_violation() {
+    let stream = faulty_stream();
+    let mut buf = vec![0u8; 4096];
+    let mut p = Pipeline::new(&mut buf, Config::new());
+    let mut sink = Monitor::default();
+    let e = p.push(&stream, &mut sink).unwrap_err();
+    assert_eq!((e.stage, e.frame), (Stage::Verify, 1));
+    assert_eq!(
+        e.kind,
+        ErrorKind::Verify {
+            event: agui_stream::EventType::TextMessageContent,
+            rule: Rule::NotOpen(agui_stream::Entity::TextMessage),
+        }
+    );
+    assert_eq!(
+        p.message(&e).to_string(),
+        "Cannot send 'TEXT_MESSAGE_CONTENT' event: No active text message found with ID 'ghost'. \
+         Start a text message with 'TEXT_MESSAGE_START' first."
+    );
+    assert_eq!(sink.events, ["RUN_STARTED"]);
+    assert!(sink.violations.is_empty());
+    // Stopped for good.
+    assert_eq!(p.finish(&mut sink), Err(e));
+}
+
+#[test]
+fn monitor_policy_reports_and_keeps_verifying() {
+    let stream = faulty_stream();
+    for dialect in [Dialect::V1, Dialect::V0] {
+        let mut buf = vec![0u8; 4096];
+        let config = Config::new().dialect(dialect).policy(Policy::Monitor);
+        let mut p = Pipeline::new(&mut buf, config);
+        let mut sink = Monitor::default();
+        p.push(&stream, &mut sink).unwrap();
+        let summary = p.finish(&mut sink).unwrap();
+        // The bad frames are skipped; everything else is verified as usual.
+        assert_eq!(
+            sink.events,
+            [
+                "RUN_STARTED",
+                "TEXT_MESSAGE_START",
+                "TEXT_MESSAGE_END",
+                "RUN_FINISHED"
+            ]
+        );
+        let stages: Vec<(Stage, u64)> = sink.violations.iter().map(|v| (v.0, v.1)).collect();
+        assert_eq!(
+            stages,
+            [(Stage::Verify, 1), (Stage::Schema, 3), (Stage::Chunks, 4)]
+        );
+        assert_eq!(
+            sink.violations[2].2,
+            "First TOOL_CALL_CHUNK must have a toolCallId"
+        );
+        assert_eq!(summary.violations, 3);
+        assert!(summary.is_complete());
+    }
+}
+
+#[test]
+fn end_of_stream_report_names_what_is_open() {
+    let stream = sse(&[
+        RUN_STARTED.into(),
+        r#"{"type":"STEP_STARTED","stepName":"plan"}"#.into(),
+        start("m1"),
+        r#"{"type":"TOOL_CALL_CHUNK","toolCallId":"c1","toolCallName":"f","delta":"{"}"#.into(),
+    ]);
+    let mut buf = vec![0u8; 4096];
+    let mut p = Pipeline::new(&mut buf, Config::new());
+    let mut sink = |_: &Event<'_>, _: &FrameInfo| {};
+    p.push(&stream, &mut sink).unwrap();
+    let s = p.finish(&mut sink).unwrap();
+    assert_eq!(s.run, RunPhase::Active);
+    assert_eq!(
+        (
+            s.open.steps,
+            s.open.text_messages,
+            s.open.tool_calls,
+            s.open.chunk_lanes
+        ),
+        (1, 1, 1, 1)
+    );
+    assert!(!s.is_complete());
+    let open: Vec<String> = p
+        .verifier()
+        .open_ids(agui_stream::Entity::ToolCall)
+        .map(|id| id.to_string())
+        .collect();
+    assert_eq!(open, ["c1"]);
+
+    // Strict: the same stream is an error at the end.
+    let mut buf = vec![0u8; 4096];
+    let mut p = Pipeline::new(&mut buf, Config::new().strict_end(true));
+    p.push(&stream, &mut sink).unwrap();
+    let e = p.finish(&mut sink).unwrap_err();
+    assert_eq!((e.kind, e.stage), (ErrorKind::Incomplete, Stage::End));
+
+    // A clean stream is complete.
+    let clean = sse(&[RUN_STARTED.into(), RUN_FINISHED.into()]);
+    let mut buf = vec![0u8; 4096];
+    let mut p = Pipeline::new(&mut buf, Config::new().strict_end(true));
+    p.push(&clean, &mut sink).unwrap();
+    assert!(p.finish(&mut sink).unwrap().is_complete());
+}
+
+#[test]
+fn cut_stream_is_reported() {
+    let mut stream = sse(&[RUN_STARTED.into()]);
+    stream.extend_from_slice(br#"data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}"#);
+    let mut buf = vec![0u8; 4096];
+    let mut p = Pipeline::new(&mut buf, Config::new());
+    let mut sink = |_: &Event<'_>, _: &FrameInfo| {};
+    p.push(&stream, &mut sink).unwrap();
+    let s = p.finish(&mut sink).unwrap();
+    assert!(s.unterminated_frame);
+    assert_eq!(s.run, RunPhase::Finished);
+    assert!(!s.is_complete());
+}
