@@ -83,10 +83,8 @@ fn generate(rng: &mut Rng) -> (Vec<String>, Vec<String>) {
                     }
                 };
                 let continues = reuse.is_some();
-                if !continues {
-                    if let Some(o) = open.take() {
-                        explicit.push(end_event(&o));
-                    }
+                if !continues && let Some(o) = open.take() {
+                    explicit.push(end_event(&o));
                 }
                 let meta = if rng.chance(20) {
                     r#","metadata":{"k":1}"#
