@@ -553,3 +553,130 @@ impl<const LANES: usize, const L: usize> fmt::Display for DescribeChunk<'_, LANE
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Limits, decode};
+    extern crate std;
+    use std::string::String;
+    use std::vec::Vec;
+
+    /// Runs `events` through a normalizer; returns "TYPE id delta" lines.
+    fn expand(dialect: Dialect, events: &[&str]) -> Result<Vec<String>, ChunkError> {
+        let mut n = Normalizer::<2, 16>::new(dialect);
+        let mut out = Vec::new();
+        for text in events {
+            let ev = decode(text.as_bytes(), dialect, Limits::new())
+                .unwrap()
+                .unwrap();
+            let r = n.process(&ev, |e: &Event<'_>| -> Result<(), ()> {
+                let id = e
+                    .message_id()
+                    .or(e.tool_call_id())
+                    .map(|s| std::format!("{s}"));
+                let delta = e.delta().map(|s| std::format!("{s}"));
+                out.push(std::format!(
+                    "{} {} {}",
+                    e.event_type(),
+                    id.unwrap_or_default(),
+                    delta.unwrap_or_default()
+                ));
+                Ok(())
+            });
+            match r {
+                Ok(()) => {}
+                Err(Stop::Chunk(e)) => return Err(e),
+                Err(Stop::Downstream(())) => unreachable!(),
+            }
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn one_chunk_can_yield_end_start_content() {
+        let out = expand(
+            Dialect::V1,
+            &[
+                r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"a","delta":"1"}"#,
+                r#"{"type":"TEXT_MESSAGE_CHUNK","delta":"2"}"#,
+                r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"b","delta":"3"}"#,
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            [
+                "TEXT_MESSAGE_START a ",
+                "TEXT_MESSAGE_CONTENT a 1",
+                "TEXT_MESSAGE_CONTENT a 2",
+                "TEXT_MESSAGE_END a ",
+                "TEXT_MESSAGE_START b ",
+                "TEXT_MESSAGE_CONTENT b 3",
+            ]
+        );
+    }
+
+    #[test]
+    fn which_explicit_events_close_lanes() {
+        let chunk = r#"{"type":"TOOL_CALL_CHUNK","toolCallId":"c","toolCallName":"f"}"#;
+        for (closer, closes) in [
+            (r#"{"type":"CUSTOM","name":"n","value":1}"#, true),
+            (r#"{"type":"STEP_STARTED","stepName":"s"}"#, true),
+            (r#"{"type":"MESSAGES_SNAPSHOT","messages":[]}"#, true),
+            (r#"{"type":"RAW","event":1}"#, false),
+            (
+                r#"{"type":"ACTIVITY_DELTA","messageId":"a","activityType":"t","patch":[]}"#,
+                false,
+            ),
+            (
+                r#"{"type":"SUBAGENT_STARTED","subagentRunId":"s","name":"n"}"#,
+                false,
+            ),
+        ] {
+            let out = expand(Dialect::V1, &[chunk, closer]).unwrap();
+            assert_eq!(
+                out.iter().any(|l| l.starts_with("TOOL_CALL_END")),
+                closes,
+                "{closer}"
+            );
+        }
+    }
+
+    #[test]
+    fn opener_errors_emit_nothing_and_capacity_is_exact() {
+        assert_eq!(
+            expand(
+                Dialect::V0,
+                &[r#"{"type":"TOOL_CALL_CHUNK","toolCallId":"c"}"#]
+            ),
+            Err(ChunkError::MissingToolCallName)
+        );
+        let long = r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"0123456789abcdef"}"#;
+        assert_eq!(expand(Dialect::V1, &[long]), Err(ChunkError::IdTooLong));
+        // Two lanes fit (parent and one subagent); a third does not.
+        let lanes = [
+            r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"a"}"#,
+            r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"b","subagentRunId":"s1"}"#,
+            r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"c","subagentRunId":"s2"}"#,
+        ];
+        assert!(expand(Dialect::V1, &lanes[..2]).is_ok());
+        assert_eq!(expand(Dialect::V1, &lanes), Err(ChunkError::TooManyLanes));
+    }
+
+    #[test]
+    fn continuation_consistency_is_v1_only() {
+        let evs = [
+            r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"a","delta":"1"}"#,
+            r#"{"type":"TEXT_MESSAGE_CHUNK","role":"user","delta":"2"}"#,
+        ];
+        assert_eq!(
+            expand(Dialect::V1, &evs),
+            Err(ChunkError::Mismatch {
+                kind: LaneKind::Text,
+                field: "role"
+            })
+        );
+        assert_eq!(expand(Dialect::V0, &evs).unwrap().len(), 3);
+    }
+}

@@ -1037,3 +1037,99 @@ impl fmt::Display for Attributed<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Limits, decode};
+    extern crate std;
+    use std::string::{String, ToString};
+
+    /// Feeds `events`; returns the first violation's message, if any.
+    fn verify(dialect: Dialect, events: &[&str]) -> Option<String> {
+        let mut v = Verifier::<8, 8, 32>::new(dialect);
+        for text in events {
+            let ev = decode(text.as_bytes(), dialect, Limits::new())
+                .unwrap()
+                .unwrap();
+            if let Err(e) = v.check(&ev) {
+                return Some(v.describe(e).to_string());
+            }
+        }
+        None
+    }
+
+    const RS: &str = r#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#;
+    const RF: &str = r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r"}"#;
+
+    #[test]
+    fn run_boundaries() {
+        assert_eq!(
+            verify(Dialect::V1, &[r#"{"type":"CUSTOM","name":"n","value":1}"#]).as_deref(),
+            Some("First event must be 'RUN_STARTED'")
+        );
+        assert_eq!(
+            verify(
+                Dialect::V1,
+                &[r#"{"type":"RUN_ERROR","message":"m"}"#, RS, RF]
+            ),
+            None
+        );
+        assert!(
+            verify(Dialect::V1, &[RS, RS])
+                .unwrap()
+                .starts_with("Cannot send 'RUN_STARTED' while")
+        );
+        assert!(
+            verify(Dialect::V1, &[RS, RF, RF])
+                .unwrap()
+                .contains("already finished")
+        );
+        assert!(
+            verify(
+                Dialect::V1,
+                &[RS, r#"{"type":"RUN_ERROR","message":"m"}"#, RF]
+            )
+            .unwrap()
+            .contains("already errored")
+        );
+    }
+
+    #[test]
+    fn a_new_run_resets_state() {
+        let start = r#"{"type":"TEXT_MESSAGE_START","messageId":"m"}"#;
+        let err = r#"{"type":"RUN_ERROR","message":"x"}"#;
+        // RUN_ERROR accepts open messages; the next run starts clean.
+        assert_eq!(verify(Dialect::V1, &[RS, start, err, RS, start]), None);
+    }
+
+    #[test]
+    fn reasoning_is_checked_in_v1_only() {
+        let end = r#"{"type":"REASONING_END","messageId":"r"}"#;
+        assert!(
+            verify(Dialect::V1, &[RS, end])
+                .unwrap()
+                .contains("No active reasoning span")
+        );
+        assert_eq!(verify(Dialect::V0, &[RS, end, RF]), None);
+    }
+
+    #[test]
+    fn capacity_is_reported_not_guessed() {
+        let mut v = Verifier::<2, 8, 32>::new(Dialect::V1);
+        let mut feed = |s: &str| {
+            v.check(
+                &decode(s.as_bytes(), Dialect::V1, Limits::new())
+                    .unwrap()
+                    .unwrap(),
+            )
+        };
+        feed(RS).unwrap();
+        feed(r#"{"type":"TOOL_CALL_START","toolCallId":"a","toolCallName":"f"}"#).unwrap();
+        feed(r#"{"type":"STEP_STARTED","stepName":"s"}"#).unwrap();
+        assert_eq!(
+            feed(r#"{"type":"TEXT_MESSAGE_START","messageId":"m"}"#),
+            Err(VerifyError::Capacity(VerifyCapacity::OpenIds))
+        );
+    }
+}
