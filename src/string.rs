@@ -190,9 +190,22 @@ impl fmt::Display for BufferTooSmall {
     }
 }
 
+/// True if the raw bytes are the decoded text and decoding could not map
+/// two different spellings to one text (no escapes, no invalid UTF-8).
+fn is_plain_ascii(raw: &[u8]) -> bool {
+    raw.is_ascii() && memchr::memchr(b'\\', raw).is_none()
+}
+
 impl PartialEq for JsonStr<'_> {
     fn eq(&self, other: &Self) -> bool {
-        self.raw == other.raw || self.chars().eq(other.chars())
+        if self.raw == other.raw {
+            return true;
+        }
+        // Most ids are plain ASCII: then differing bytes are differing text.
+        if is_plain_ascii(self.raw) && is_plain_ascii(other.raw) {
+            return false;
+        }
+        self.chars().eq(other.chars())
     }
 }
 
