@@ -21,6 +21,32 @@ const NO_SITE: Site = Site {
     field: "",
 };
 
+impl<'a> RawJson<'a> {
+    /// Deserializes this value with `serde-json-core` (no allocation): typed
+    /// access to nested values such as `usage` entries or interrupts.
+    ///
+    /// Its limits apply: a `&str` field receives the text undecoded
+    /// (`a\nb` stays four bytes; borrow a [`crate::JsonStr`] view via
+    /// [`RawJson::get`] instead when escapes matter), a surrogate pair escape
+    /// is rejected, and an integer written `1e3` does not parse into an
+    /// integer type (use `f64`).
+    ///
+    /// ```
+    /// use agui_stream::{decode, Dialect, Limits};
+    /// #[derive(serde::Deserialize)]
+    /// #[serde(rename_all = "camelCase")]
+    /// struct Usage<'a> { model: Option<&'a str>, input_tokens: Option<u64> }
+    /// let ev = decode(br#"{"type":"RUN_FINISHED","threadId":"t","runId":"r",
+    ///     "usage":[{"model":"m","inputTokens":12}]}"#, Dialect::V1, Limits::new()).unwrap().unwrap();
+    /// let first = ev.usage().unwrap().elements().next().unwrap();
+    /// let usage: Usage<'_> = first.deserialize().unwrap();
+    /// assert_eq!((usage.model, usage.input_tokens), (Some("m"), Some(12)));
+    /// ```
+    pub fn deserialize<T: serde::Deserialize<'a>>(&self) -> Result<T, serde_json_core::de::Error> {
+        serde_json_core::from_slice(self.as_bytes()).map(|(value, _)| value)
+    }
+}
+
 impl Serialize for RawJson<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self.kind() {
