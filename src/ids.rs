@@ -133,7 +133,7 @@ impl<K: Copy + PartialEq, const N: usize, const L: usize> IdTable<K, N, L> {
     pub(crate) fn push(&mut self, id: JsonStr<'_>, entry: Entry<K>) -> Result<usize, Full> {
         let s = StoredStr::new(id)?;
         self.ids.push((s, entry)).map_err(|_| Full::Entries)?;
-        Ok(self.ids.len() - 1)
+        Ok(self.ids.len().saturating_sub(1))
     }
 
     /// Removes the entry at `i`, keeping the others in order.

@@ -11,6 +11,11 @@
 //! U+FFFD in a string, not an error. Outside strings any such byte is a
 //! syntax error, as it is for `JSON.parse`.
 
+// Positions here are indices into a slice (at most `isize::MAX`), advanced
+// by a handful of bytes past a byte just read, so `i + k` cannot overflow;
+// depth is bounded by `MAX_DEPTH`.
+#![allow(clippy::arithmetic_side_effects)]
+
 use core::fmt;
 
 use crate::string::JsonStr;

@@ -65,15 +65,17 @@ impl Translator {
     fn mint(&mut self) -> StoredStr<ID_LEN> {
         self.counter = self.counter.wrapping_add(1);
         let mut text = [0u8; 36];
-        let hex = |v: u64, out: &mut [u8]| {
-            for (i, b) in out.iter_mut().rev().enumerate() {
-                let digit = (v >> (4 * i)) & 0xF;
+        let digits = |mut v: u64, radix: u64, out: &mut [u8]| {
+            for b in out.iter_mut().rev() {
+                let digit = v.checked_rem(radix).unwrap_or(0);
                 *b = b"0123456789abcdef"
                     .get(digit as usize)
                     .copied()
                     .unwrap_or(b'0');
+                v = v.checked_div(radix).unwrap_or(0);
             }
         };
+        let hex = |v, out: &mut [u8]| digits(v, 16, out);
         let (a, rest) = text.split_at_mut(8);
         let (d1, rest) = rest.split_at_mut(1);
         let (b, rest) = rest.split_at_mut(4);
@@ -92,11 +94,7 @@ impl Translator {
                 c.copy_from_slice(b"4000");
                 d.copy_from_slice(b"8000");
                 // Decimal, as the reference pads it.
-                let mut n = self.counter;
-                for digit in e.iter_mut().rev() {
-                    *digit = b'0' + (n % 10) as u8;
-                    n /= 10;
-                }
+                digits(self.counter, 10, e);
             }
             Minting::PerRun => {
                 let h = self.run_hash;

@@ -307,7 +307,7 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
             (Some(_), more) => Err(self.fail(
                 ChunkError::Ambiguous {
                     kind,
-                    lanes: more + 1,
+                    lanes: more.saturating_add(1),
                 },
                 [None; 3],
             )),

@@ -426,7 +426,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> Stages<'_, OPE
             Ok(Some(event)) => event,
             Ok(None) => return Ok(()),
             Err(e) if monitor => {
-                *self.violations += 1;
+                *self.violations = self.violations.saturating_add(1);
                 sink.violation(&e, &e);
                 return Ok(());
             }
@@ -451,14 +451,14 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> Stages<'_, OPE
             info.original = out.event_type() == event.event_type() && out.object().is_some();
             match verifier.check(out) {
                 Ok(()) => {
-                    *events += 1;
+                    *events = events.saturating_add(1);
                     sink.event(out, &info);
                     Ok(())
                 }
                 Err(e) => {
                     let error = Error::from_verify(e, frame.index, frame.start);
                     if monitor {
-                        *violations += 1;
+                        *violations = violations.saturating_add(1);
                         sink.violation(&error, &verifier.describe(e));
                         Ok(())
                     } else {
@@ -473,7 +473,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> Stages<'_, OPE
             Err(Stop::Chunk(c)) => {
                 let error = Error::from_chunk(c, frame.index, frame.start);
                 if monitor {
-                    *self.violations += 1;
+                    *self.violations = self.violations.saturating_add(1);
                     sink.violation(&error, &self.normalizer.describe(c));
                     Ok(())
                 } else {

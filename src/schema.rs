@@ -1309,10 +1309,10 @@ pub(crate) fn check(v: RawJson<'_>, shape: &Shape, site: Site) -> Check {
             }
             let (mut kept, mut elements, mut legacy) = (0usize, 0usize, 0usize);
             for e in v.elements() {
-                elements += 1;
+                elements = elements.saturating_add(1);
                 if check(e, item, site)? == Verdict::Keep {
-                    kept += 1;
-                    legacy += usize::from(is_legacy_binary(e, item));
+                    kept = kept.saturating_add(1);
+                    legacy = legacy.saturating_add(usize::from(is_legacy_binary(e, item)));
                 }
             }
             if kept == 0 && matches!(shape, Shape::NonEmptyArray(_)) {

@@ -107,7 +107,7 @@ impl<'a> JsonStr<'a> {
             let mut tmp = [0u8; 4];
             let enc = encode_wtf8(c, &mut tmp);
             lone |= (0xD800..=0xDFFF).contains(&c);
-            let end = n + enc.len();
+            let end = n.saturating_add(enc.len());
             match buf.get_mut(n..end) {
                 Some(dst) if fits => dst.copy_from_slice(enc),
                 _ => fits = false,
@@ -262,7 +262,7 @@ pub struct Chars<'a> {
 fn hex4(b: &[u8]) -> Option<u32> {
     let mut v = 0u32;
     for &d in b.get(..4)? {
-        v = v * 16 + (d as char).to_digit(16)?;
+        v = (v << 4) | (d as char).to_digit(16)?;
     }
     Some(v)
 }
@@ -282,7 +282,7 @@ impl Iterator for Chars<'_> {
                             .flatten();
                         match lo {
                             Some(lo @ 0xDC00..=0xDFFF) => {
-                                (0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00), 12)
+                                (0x10000 | ((hi & 0x3FF) << 10) | (lo & 0x3FF), 12)
                             }
                             _ => (hi, 6),
                         }
@@ -298,11 +298,11 @@ impl Iterator for Chars<'_> {
                 Some(&other) => (u32::from(other), 2),
                 None => (u32::from(b'\\'), 1),
             };
-            self.pos += used;
+            self.pos = self.pos.saturating_add(used);
             return Some(c);
         }
         if b < 0x80 {
-            self.pos += 1;
+            self.pos = self.pos.saturating_add(1);
             return Some(u32::from(b));
         }
         let window = rest.get(..4).unwrap_or(rest);
@@ -313,7 +313,7 @@ impl Iterator for Chars<'_> {
             }
             Err(e) => (0xFFFD, e.error_len().unwrap_or(window.len()).max(1)),
         };
-        self.pos += used;
+        self.pos = self.pos.saturating_add(used);
         Some(c)
     }
 }
