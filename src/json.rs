@@ -183,6 +183,7 @@ fn skip_ws(src: &[u8], mut i: usize) -> usize {
 /// assert!(validate(br#"{"a":01}"#, Limits::new()).is_err());
 /// ```
 pub fn validate(src: &[u8], limits: Limits) -> Result<(), JsonError> {
+    crate::work::add(src.len());
     let max_depth = limits.max_depth.min(MAX_DEPTH);
     let mut stack = BitStack {
         words: [0; MAX_DEPTH / 64],
@@ -609,16 +610,18 @@ impl<'a> RawJson<'a> {
 /// Position after the string whose opening quote is at `i` (validated input).
 fn skip_string(src: &[u8], i: usize) -> usize {
     let mut j = i + 1;
-    loop {
+    let end = loop {
         let Some(k) = src.get(j..).and_then(|r| memchr::memchr2(b'"', b'\\', r)) else {
-            return src.len();
+            break src.len();
         };
         j += k;
         if src.get(j) == Some(&b'"') {
-            return j + 1;
+            break j + 1;
         }
         j += 2;
-    }
+    };
+    crate::work::add(end.saturating_sub(i));
+    end
 }
 
 /// Position after the value starting at `i` (validated input).
@@ -638,6 +641,7 @@ pub(crate) fn skip_value(src: &[u8], i: usize) -> usize {
                     b'}' | b']' => {
                         depth = depth.saturating_sub(1);
                         if depth == 0 {
+                            crate::work::add(j + 1 - i);
                             return j + 1;
                         }
                     }

@@ -67,6 +67,10 @@ mod serde_impl;
 pub mod sse;
 mod string;
 pub mod verify;
+#[cfg(feature = "work-count")]
+pub mod work;
+#[cfg(not(feature = "work-count"))]
+mod work;
 
 pub use decode::{DecodeError, decode};
 pub use encode::{BufferFull, FmtWriter, SliceWriter, Write, encode, encode_to_slice, write_str};

@@ -406,7 +406,9 @@ impl<'b> SseFramer<'b> {
                     continue;
                 }
             }
-            match memchr2(b'\n', b'\r', rest) {
+            let found = memchr2(b'\n', b'\r', rest);
+            crate::work::add(found.map_or(rest.len(), |k| k.saturating_add(1)));
+            match found {
                 Some(k) => {
                     let e = at.saturating_add(k);
                     self.scan(input, at, e, true, cur)?;
@@ -595,6 +597,7 @@ impl<'b> SseFramer<'b> {
         if let Some(end) = len.checked_add(bytes.len())
             && let Some(dst) = self.buf.get_mut(len..end)
         {
+            crate::work::add(bytes.len());
             dst.copy_from_slice(bytes);
             self.len = end;
             return Ok(());
