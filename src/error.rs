@@ -22,8 +22,8 @@ pub struct Error {
     /// Index of the input frame being processed (0-based, as the reference
     /// counts them): for a synthesized event, the frame that caused it.
     pub frame: u64,
-    /// Byte offset in the stream. For JSON errors in a single-`data`-line
-    /// frame it is the offending byte; otherwise the frame's first byte.
+    /// Byte offset in the stream: for a JSON error within the frame's first
+    /// `data` line, the offending byte; otherwise the frame's first byte.
     pub offset: u64,
 }
 
@@ -145,6 +145,7 @@ impl Error {
 
     pub(crate) fn from_decode(
         e: DecodeError,
+        payload: &[u8],
         frame: u64,
         frame_start: u64,
         payload_offset: u64,
@@ -163,13 +164,13 @@ impl Error {
                 kind: ErrorKind::Capacity(Capacity::JsonDepth { limit }),
                 stage: Stage::Sse,
                 frame,
-                offset: payload_offset.saturating_add(offset as u64),
+                offset: stream_offset(payload, offset, payload_offset, frame_start),
             },
             DecodeError::Json(j) => Error {
                 kind: ErrorKind::Json(j),
                 stage: Stage::Sse,
                 frame,
-                offset: payload_offset.saturating_add(j.offset as u64),
+                offset: stream_offset(payload, j.offset, payload_offset, frame_start),
             },
             DecodeError::Schema(s) => at_frame(ErrorKind::Schema(s), Stage::Schema),
             DecodeError::Capacity(c) => at_frame(ErrorKind::Capacity(c), Stage::Schema),
@@ -206,6 +207,19 @@ impl Error {
             frame,
             offset,
         }
+    }
+}
+
+/// The stream offset of byte `at` of a frame's payload: exact within the
+/// first `data` line (whose value the payload starts with), else the frame's
+/// first byte. A data value holds no line break, so the payload's first LF
+/// is where the second line's value begins.
+fn stream_offset(payload: &[u8], at: usize, payload_offset: u64, frame_start: u64) -> u64 {
+    let first_line = memchr::memchr(b'\n', payload).unwrap_or(payload.len());
+    if at <= first_line {
+        payload_offset.saturating_add(at as u64)
+    } else {
+        frame_start
     }
 }
 

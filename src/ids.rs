@@ -136,6 +136,26 @@ impl<K: Copy + PartialEq, const N: usize, const L: usize> IdTable<K, N, L> {
         Ok(self.ids.len().saturating_sub(1))
     }
 
+    pub(crate) fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether `id` could be pushed now.
+    pub(crate) fn room_for(&self, id: JsonStr<'_>) -> Result<(), Full> {
+        if id.raw().len().saturating_add(2) > L {
+            return Err(Full::IdLength);
+        }
+        if self.ids.is_full() {
+            return Err(Full::Entries);
+        }
+        Ok(())
+    }
+
+    /// Drops the entries from position `len` on.
+    pub(crate) fn truncate(&mut self, len: usize) {
+        self.ids.truncate(len);
+    }
+
     /// Removes the entry at `i`, keeping the others in order.
     pub(crate) fn remove(&mut self, i: usize) {
         if i < self.ids.len() {

@@ -417,8 +417,15 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> Stages<'_, OPE
     /// when the pipeline must stop.
     fn frame<S: Sink + ?Sized>(&mut self, frame: &Frame<'_>, sink: &mut S) -> Result<(), Error> {
         let monitor = self.config.policy == Policy::Monitor;
-        let decode_error =
-            |e| Error::from_decode(e, frame.index, frame.start, frame.payload_offset);
+        let decode_error = |e| {
+            Error::from_decode(
+                e,
+                frame.payload,
+                frame.index,
+                frame.start,
+                frame.payload_offset,
+            )
+        };
         let decoded = RawJson::parse(frame.payload, self.config.limits)
             .map_err(|j| decode_error(DecodeError::Json(j)))
             .and_then(|root| decode_value(root, self.config.dialect).map_err(decode_error));

@@ -282,7 +282,8 @@ impl Iterator for Chars<'_> {
                             .flatten();
                         match lo {
                             Some(lo @ 0xDC00..=0xDFFF) => {
-                                (0x10000 | ((hi & 0x3FF) << 10) | (lo & 0x3FF), 12)
+                                let offset = ((hi & 0x3FF) << 10) | (lo & 0x3FF);
+                                (offset.saturating_add(0x10000), 12)
                             }
                             _ => (hi, 6),
                         }
@@ -352,6 +353,9 @@ mod tests {
             ]
         );
         assert_eq!(chars(br"\ud83d\ude00"), [0x1F600]);
+        assert_eq!(chars(br"\ud840\udc00"), [0x20000]);
+        assert_eq!(chars(br"\udbff\udfff"), [0x10FFFF]);
+        assert_eq!(chars(br"\ud800\udc00"), [0x10000]);
         assert_eq!(chars("😀".as_bytes()), [0x1F600]);
     }
 

@@ -387,6 +387,20 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
         )
     }
 
+    /// Checks that opening `id` (and recording its owner, if `new_owner`)
+    /// fits, so that a START either happens whole or changes nothing.
+    fn room(&self, id: JsonStr<'_>, new_owner: bool) -> VResult {
+        self.open
+            .room_for(id)
+            .map_err(|f| full(f, VerifyCapacity::OpenIds))?;
+        if new_owner {
+            self.owners
+                .room_for(id)
+                .map_err(|f| full(f, VerifyCapacity::Owners))?;
+        }
+        Ok(())
+    }
+
     fn find_open(&self, kind: Entity, id: JsonStr<'_>) -> Option<usize> {
         self.open.find(Open::Entity(kind), id)
     }
@@ -459,6 +473,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                 let existing = self.owner_of(Owned::Message, id);
                 self.check_owner(event, existing, "message", id)?;
                 let owner = self.intern(tag)?;
+                self.room(id, existing.is_none())?;
                 self.push_open(Open::Entity(Entity::TextMessage), id, None)?;
                 if existing.is_none() {
                     self.set_owner(Owned::Message, id, owner, false)?;
@@ -574,6 +589,9 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                 let existing = self.owner_of(Owned::Reasoning, id);
                 self.check_owner(event, existing, "reasoning message", id)?;
                 let owner = self.intern(tag)?;
+                if v1 {
+                    self.room(id, existing.is_none())?;
+                }
                 // V0 records open reasoning but never checks it.
                 if v1 {
                     self.push_open(Open::Entity(kind), id, None)?;
@@ -798,6 +816,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
             Some(_) => self.intern(tag)?,
             None => inherited.flatten(),
         };
+        self.room(id, existing.is_none())?;
         self.push_open(Open::Entity(Entity::ToolCall), id, None)?;
         if existing.is_none() {
             self.set_owner(Owned::ToolCall, id, owner, false)?;
@@ -809,6 +828,20 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
     /// MESSAGES_SNAPSHOT (authoritative) or a RUN_STARTED input (only ids
     /// not yet known).
     fn seed_owners(&mut self, messages: RawJson<'_>, authoritative: bool) -> VResult {
+        // First the ids not yet known, undone together if the table fills
+        // up; then, for a snapshot, the owners of the known ones.
+        let before = self.owners.len();
+        if let Err(e) = self.seed_pass(messages, false) {
+            self.owners.truncate(before);
+            return Err(e);
+        }
+        if authoritative {
+            self.seed_pass(messages, true)?;
+        }
+        Ok(())
+    }
+
+    fn seed_pass(&mut self, messages: RawJson<'_>, authoritative: bool) -> VResult {
         for msg in messages.elements() {
             let Some(id) = msg.get("id").and_then(|v| v.as_str()) else {
                 continue;

@@ -1,0 +1,104 @@
+//! The split must not matter: an SSE stream pushed through `Pipeline` in
+//! arbitrary chunks gives exactly the outcome of one push — the same events
+//! (encoded), the same `FrameInfo`s, the same violations and the same final
+//! `Summary` or `Error` — in both dialects and both policies.
+//!
+//! Input layout: `[flags, n, sizes[0..n], stream...]`.
+//! - `flags` bit 0: `Minting::Deterministic` (else `PerRun`); bit 1: `strict_end`.
+//! - `n % 8` chunk sizes follow (0..=255 each; 0 pushes an empty slice);
+//!   the stream is pushed in chunks of those sizes, cycling. No sizes (or
+//!   only zeros) means one byte per push.
+#![no_main]
+
+use agui_stream::{
+    Config, Dialect, Error, Event, FrameInfo, Minting, Pipeline, Policy, Sink, Summary, encode,
+};
+use libfuzzer_sys::fuzz_target;
+
+/// Large enough for any frame of an input we accept, so the frame buffer's
+/// capacity can never be what differs between splits.
+const BUFFER: usize = 64 * 1024;
+
+#[derive(Debug, PartialEq)]
+enum Seen {
+    Event(Vec<u8>, FrameInfo),
+    Violation(Error, String),
+}
+
+#[derive(Default)]
+struct Record(Vec<Seen>);
+
+impl Sink for Record {
+    fn event(&mut self, event: &Event<'_>, frame: &FrameInfo) {
+        let mut json = Vec::new();
+        encode(event, &mut json).expect("a Vec never fills up");
+        self.0.push(Seen::Event(json, *frame));
+    }
+
+    fn violation(&mut self, error: &Error, message: &dyn core::fmt::Display) {
+        self.0.push(Seen::Violation(*error, message.to_string()));
+    }
+}
+
+type Outcome = (Vec<Seen>, Result<Summary, Error>, Option<String>);
+
+/// Pushes `chunks` in order, stopping at the first error, then finishes.
+fn run<'c>(config: Config, chunks: impl Iterator<Item = &'c [u8]>) -> Outcome {
+    let mut buffer = vec![0u8; BUFFER];
+    let mut pipeline = Pipeline::new(&mut buffer, config);
+    let mut sink = Record::default();
+    let mut result = Ok(());
+    for chunk in chunks {
+        result = pipeline.push(chunk, &mut sink);
+        if result.is_err() {
+            break;
+        }
+    }
+    let result = result.and_then(|()| pipeline.finish(&mut sink));
+    // A stopped pipeline keeps returning its error, from push and finish alike.
+    if let Err(e) = result {
+        assert_eq!(pipeline.push(b"data: {}\n\n", &mut sink), Err(e));
+        assert_eq!(pipeline.finish(&mut sink), Err(e));
+    }
+    let message = result.err().map(|e| pipeline.message(&e).to_string());
+    (sink.0, result, message)
+}
+
+/// The stream cut into pushes of `sizes` bytes, cycling.
+fn split<'s>(stream: &'s [u8], sizes: &[u8]) -> Vec<&'s [u8]> {
+    let sizes: &[u8] = if sizes.iter().any(|&s| s != 0) { sizes } else { &[1] };
+    let mut chunks = Vec::new();
+    let mut rest = stream;
+    for &size in sizes.iter().cycle() {
+        if rest.is_empty() {
+            break;
+        }
+        let (chunk, tail) = rest.split_at(usize::from(size).min(rest.len()));
+        chunks.push(chunk);
+        rest = tail;
+    }
+    chunks
+}
+
+fuzz_target!(|data: &[u8]| {
+    let [flags, n, rest @ ..] = data else { return };
+    let n = usize::from(n % 8).min(rest.len());
+    let (sizes, stream) = rest.split_at(n);
+    if stream.len() > BUFFER {
+        return;
+    }
+    let minting = if flags & 1 != 0 { Minting::Deterministic } else { Minting::PerRun };
+    let chunks = split(stream, sizes);
+    for dialect in [Dialect::V1, Dialect::V0] {
+        for policy in [Policy::Stop, Policy::Monitor] {
+            let config = Config::new()
+                .dialect(dialect)
+                .policy(policy)
+                .minting(minting)
+                .strict_end(flags & 2 != 0);
+            let whole = run(config, core::iter::once(stream));
+            let pieces = run(config, chunks.iter().copied());
+            assert_eq!(whole, pieces, "{config:?}, pushes of {sizes:?} bytes");
+        }
+    }
+});

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Builds the seed corpora fuzz/corpus/<target>/ from the AG-UI test corpora:
+#   ../shared/corpus/ (conformance/*.sse, real/*.sse, upstream/**) when it
+#   exists, and the repository's own tests/corpus/ (always; duplicates are
+#   dropped, every seed is named by its SHA-1 as libFuzzer names its finds).
+#
+#   pipeline                       whole streams, truncated to 64 KiB, behind
+#                                  the target's 4-byte header (see below)
+#   decode, encode, differential   one seed per frame: its data payload
+#
+# Upstream JSON files (arrays of events, scenario → events maps, the
+# null-omission fixture) become one payload per event and one stream per
+# array; dart/sse_streams.txt is split on its "## " headings into streams.
+# differential also gets every upstream JSON file whole.
+#
+# Usage: fuzz/seed.sh [SOURCE_DIR...]   (default: the two above)
+# Needs python3. Idempotent: existing seeds (and libFuzzer's finds) are kept.
+set -euo pipefail
+fuzz_dir=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$fuzz_dir")
+
+if [ "$#" -eq 0 ]; then
+  set --
+  [ -d "$root/../shared/corpus" ] && set -- "$root/../shared/corpus"
+  [ -d "$root/tests/corpus" ] && set -- "$@" "$root/tests/corpus"
+fi
+if [ "$#" -eq 0 ]; then
+  echo "seed.sh: no corpus found (../shared/corpus, tests/corpus)" >&2
+  exit 1
+fi
+
+python3 - "$fuzz_dir/corpus" "$@" <<'PY'
+import hashlib, json, os, re, sys
+
+out_root, sources = sys.argv[1], sys.argv[2:]
+STREAM_MAX = 64 * 1024
+PAYLOAD_MAX = 64 * 1024
+# pipeline's header: flags (bit 0 deterministic minting), 2 chunk sizes: 7, 253.
+PIPELINE_HEADER = bytes([0x01, 0x02, 7, 253])
+counts = {}
+
+def seed(target, data):
+    d = os.path.join(out_root, target)
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, hashlib.sha1(data).hexdigest())
+    if not os.path.exists(path):
+        with open(path, "wb") as f:
+            f.write(data)
+        counts[target] = counts.get(target, 0) + 1
+
+def payloads(stream):
+    """The data payloads of an SSE stream (WHATWG framing, simplified)."""
+    if stream.startswith(b"\xef\xbb\xbf"):
+        stream = stream[3:]
+    lines = stream.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+    data = []
+    for line in lines + [b""]:
+        if line == b"":
+            if data:
+                yield b"\n".join(data)
+            data = []
+        elif line.startswith(b"data"):
+            value = line[4:]
+            if value.startswith(b":"):
+                value = value[2:] if value.startswith(b": ") else value[1:]
+            elif value:
+                continue  # another field, e.g. "dataset:"
+            data.append(value)
+
+def add_stream(stream):
+    seed("pipeline", PIPELINE_HEADER + stream[:STREAM_MAX])
+    for p in payloads(stream):
+        if len(p) <= PAYLOAD_MAX:
+            for t in ("decode", "encode", "differential"):
+                seed(t, p)
+
+def events_in(doc):
+    """Lists of events found in an upstream JSON document."""
+    if isinstance(doc, list) and all(isinstance(e, dict) for e in doc):
+        yield doc
+    elif isinstance(doc, dict):
+        if isinstance(doc.get("stream"), list):  # null-omission fixture
+            yield [c["input"] for c in doc["stream"] if isinstance(c, dict) and "input" in c]
+        for v in doc.values():
+            if isinstance(v, list) and v and all(isinstance(e, dict) and "type" in e for e in v):
+                yield v
+
+def add_json(raw):
+    seed("differential", raw)
+    try:
+        doc = json.loads(raw.decode("utf-8-sig"))
+    except ValueError:
+        return
+    for events in events_in(doc):
+        lines = [json.dumps(e, ensure_ascii=False, separators=(",", ":")).encode() for e in events]
+        add_stream(b"".join(b"data: " + l + b"\n\n" for l in lines))
+
+for src in sources:
+    for dirpath, dirnames, filenames in os.walk(src):
+        dirnames.sort()
+        for name in sorted(filenames):
+            path = os.path.join(dirpath, name)
+            with open(path, "rb") as f:
+                raw = f.read()
+            if name.endswith(".sse"):
+                add_stream(raw)
+            elif name.endswith(".json"):
+                add_json(raw)
+            elif name == "sse_streams.txt":  # dart: "## heading" sections
+                for section in re.split(rb"(?m)^## [^\n]*\n", raw):
+                    if section.strip():
+                        add_stream(section)
+
+for t in ("pipeline", "decode", "encode", "differential"):
+    os.makedirs(os.path.join(out_root, t), exist_ok=True)
+    total = len(os.listdir(os.path.join(out_root, t)))
+    print(f"seed.sh: {t}: {counts.get(t, 0)} new seeds, {total} in fuzz/corpus/{t}")
+PY

@@ -1,0 +1,1513 @@
+//! Adversarial inputs through the public API: extreme nesting, huge strings
+//! and frames, corrupted and truncated streams, surrogate escapes, huge
+//! numbers, duplicate keys, every fixed capacity at and one past its
+//! boundary, a million events, and streams made only of framing noise.
+//!
+//! Every test asserts outcomes only (never timings), and keeps its test code
+//! linear in the input size.
+
+mod common;
+
+use std::fmt::Write as _;
+
+use agui_stream::json::{self, DEFAULT_MAX_DEPTH, JsonErrorKind, Limits, MAX_DEPTH};
+use agui_stream::{
+    Capacity, Config, DecodeError, Dialect, Entity, Error, ErrorKind, Event, EventType, FrameInfo,
+    Pipeline, Policy, Rule, RunPhase, SchemaProblem, Sink, Stage, Summary, decode, encode,
+};
+use common::Bytes;
+
+// ------------------------------------------------------------------ helpers
+
+const RUN_STARTED: &str = r#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#;
+const RUN_FINISHED: &str = r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r"}"#;
+
+/// One SSE frame holding `json` on a single `data:` line.
+fn frame(json: &str) -> Vec<u8> {
+    frame_bytes(json.as_bytes())
+}
+
+fn frame_bytes(json: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(json.len() + 8);
+    out.extend_from_slice(b"data: ");
+    out.extend_from_slice(json);
+    out.extend_from_slice(b"\n\n");
+    out
+}
+
+/// The frames of `events`, one after another.
+fn sse<S: AsRef<str>>(events: &[S]) -> Vec<u8> {
+    events.iter().flat_map(|e| frame(e.as_ref())).collect()
+}
+
+/// `event` encoded by the library's encoder.
+fn encoded(event: &Event<'_>) -> Vec<u8> {
+    let mut out = Bytes::default();
+    encode(event, &mut out).expect("Bytes never fills");
+    out.0
+}
+
+/// What one run delivered.
+#[derive(Debug)]
+struct Outcome {
+    /// Each event: its type, the encoder's bytes, its frame.
+    events: Vec<(EventType, Vec<u8>, FrameInfo)>,
+    result: Result<Summary, Error>,
+}
+
+impl Outcome {
+    fn err(&self) -> Error {
+        match &self.result {
+            Err(e) => *e,
+            Ok(s) => panic!(
+                "expected an error, got {s:?} after {} events",
+                self.events.len()
+            ),
+        }
+    }
+
+    fn ok(&self) -> Summary {
+        match &self.result {
+            Ok(s) => *s,
+            Err(e) => panic!(
+                "expected success, got {e:?} after {} events",
+                self.events.len()
+            ),
+        }
+    }
+
+    fn encoded(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .map(|(_, json, _)| String::from_utf8_lossy(json).into_owned())
+            .collect()
+    }
+}
+
+/// Runs `stream`, pushed in `chunk`-byte pieces (the whole stream if
+/// `chunk == 0`), through a pipeline of the given capacities with a
+/// `buffer`-byte frame buffer; stops at the first error.
+fn run_with<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize>(
+    stream: &[u8],
+    config: Config,
+    buffer: usize,
+    chunk: usize,
+) -> Outcome {
+    let mut buf = vec![0u8; buffer];
+    let mut pipeline = Pipeline::<'_, OPEN, OWNERS, ID_LEN>::with_capacity(&mut buf, config);
+    let mut events = Vec::new();
+    let mut sink = |ev: &Event<'_>, f: &FrameInfo| {
+        events.push((ev.event_type(), encoded(ev), *f));
+    };
+    let mut result = Ok(());
+    if chunk == 0 {
+        result = pipeline.push(stream, &mut sink);
+    } else {
+        for piece in stream.chunks(chunk) {
+            result = pipeline.push(piece, &mut sink);
+            if result.is_err() {
+                break;
+            }
+        }
+    }
+    let result = result.and_then(|()| pipeline.finish(&mut sink));
+    // A rendered message never panics, whatever the error.
+    if let Err(e) = &result {
+        let _ = pipeline.message(e).to_string();
+        let _ = e.to_string();
+    }
+    Outcome { events, result }
+}
+
+/// Default capacities, a 64 KiB buffer, the stream in one push.
+fn run(stream: &[u8], config: Config) -> Outcome {
+    run_with::<32, 128, 64>(stream, config, 1 << 16, 0)
+}
+
+/// The same, with pushes of `chunk` bytes.
+fn run_chunked(stream: &[u8], config: Config, chunk: usize) -> Outcome {
+    run_with::<32, 128, 64>(stream, config, 1 << 16, chunk)
+}
+
+fn v0() -> Config {
+    Config::new().dialect(Dialect::V0)
+}
+
+/// `depth` nested arrays: `[[[…]]]`.
+fn nested_arrays(depth: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(2 * depth);
+    out.resize(depth, b'[');
+    out.resize(2 * depth, b']');
+    out
+}
+
+/// `depth` levels alternating objects and arrays: `{"k":[{"k":[…]}]}`.
+fn nested_mixed(depth: usize) -> Vec<u8> {
+    let mut open = Vec::with_capacity(3 * depth);
+    let mut close = Vec::with_capacity(depth);
+    for level in 0..depth {
+        if level % 2 == 0 {
+            open.extend_from_slice(br#"{"k":"#);
+            close.push(b'}');
+        } else {
+            open.push(b'[');
+            close.push(b']');
+        }
+    }
+    if depth > 0 {
+        open.push(b'0');
+    }
+    close.reverse();
+    open.extend_from_slice(&close);
+    open
+}
+
+fn snapshot_payload(value: &[u8]) -> Vec<u8> {
+    let mut p = br#"{"type":"STATE_SNAPSHOT","snapshot":"#.to_vec();
+    p.extend_from_slice(value);
+    p.push(b'}');
+    p
+}
+
+fn raw_event_payload(value: &[u8]) -> Vec<u8> {
+    let mut p = br#"{"type":"CUSTOM","name":"n","value":1,"rawEvent":"#.to_vec();
+    p.extend_from_slice(value);
+    p.push(b'}');
+    p
+}
+
+/// RUN_STARTED, then `payload`, then RUN_FINISHED; and the stream offset of
+/// `payload`'s first byte.
+fn in_run(payload: &[u8]) -> (Vec<u8>, u64) {
+    let mut stream = frame(RUN_STARTED);
+    let at = stream.len() as u64 + 6;
+    stream.extend_from_slice(&frame_bytes(payload));
+    stream.extend_from_slice(&frame(RUN_FINISHED));
+    (stream, at)
+}
+
+// ------------------------------------------------- 1. nesting depth limits
+
+/// Bytes of the payload before the nested value starts.
+fn prefix_len(payload_fn: fn(&[u8]) -> Vec<u8>) -> usize {
+    payload_fn(b"").len() - 1
+}
+
+#[test]
+fn million_deep_snapshot_and_raw_event_are_depth_capacity_errors() {
+    const DEEP: usize = 1_000_000;
+    assert_eq!(DEFAULT_MAX_DEPTH, 1024);
+    for (name, make, value) in [
+        (
+            "snapshot/arrays",
+            snapshot_payload as fn(&[u8]) -> Vec<u8>,
+            nested_arrays(DEEP),
+        ),
+        ("snapshot/mixed", snapshot_payload, nested_mixed(DEEP)),
+        ("rawEvent/arrays", raw_event_payload, nested_arrays(DEEP)),
+        ("rawEvent/mixed", raw_event_payload, nested_mixed(DEEP)),
+    ] {
+        let payload = make(&value);
+        // The 1025th opening bracket (the event object is level 1) is where
+        // the limit is hit.
+        let nested_offset = if value[0] == b'[' {
+            1023
+        } else {
+            // `{"k":` is 5 bytes, `[` is 1: level L (0-based) starts at
+            // 5 * ceil(L/2) + floor(L/2).
+            5 * 1023usize.div_ceil(2) + 1023 / 2
+        };
+        let json_offset = prefix_len(make) + nested_offset;
+        assert!(matches!(value[nested_offset], b'[' | b'{'), "{name}");
+
+        // The JSON layer alone.
+        let e = json::validate(&payload, Limits::new()).unwrap_err();
+        assert_eq!(e.kind, JsonErrorKind::TooDeep { limit: 1024 }, "{name}");
+        assert_eq!(e.offset, json_offset, "{name}");
+        // decode().
+        match decode(&payload, Dialect::V1, Limits::new()) {
+            Err(DecodeError::Json(j)) => {
+                assert_eq!(j.kind, JsonErrorKind::TooDeep { limit: 1024 }, "{name}")
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+        // The pipeline, in one push and in 64 KiB pushes (the frame then
+        // spans pushes, so it needs a buffer that holds it).
+        let (stream, payload_at) = in_run(&payload);
+        for dialect in [Dialect::V1, Dialect::V0] {
+            for chunk in [0, 1 << 16] {
+                let out = run_with::<32, 128, 64>(
+                    &stream,
+                    Config::new().dialect(dialect),
+                    payload.len() + 16,
+                    chunk,
+                );
+                let e = out.err();
+                assert_eq!(
+                    e.kind,
+                    ErrorKind::Capacity(Capacity::JsonDepth { limit: 1024 }),
+                    "{name} {dialect:?} chunk {chunk}"
+                );
+                assert!(e.is_capacity());
+                assert_eq!(e.stage, Stage::Sse);
+                assert_eq!(e.frame, 1, "{name}");
+                assert_eq!(e.offset, payload_at + json_offset as u64, "{name}");
+                assert_eq!(out.events.len(), 1, "only RUN_STARTED was delivered");
+            }
+        }
+    }
+}
+
+#[test]
+fn nesting_exactly_at_the_limit_is_accepted_and_one_more_is_not() {
+    // 1024 levels counting the event object itself: the value may nest
+    // 1023 deep.
+    for (name, make) in [
+        ("snapshot", snapshot_payload as fn(&[u8]) -> Vec<u8>),
+        ("rawEvent", raw_event_payload),
+    ] {
+        for (value_at, value_over) in [
+            (nested_arrays(1023), nested_arrays(1024)),
+            (nested_mixed(1023), nested_mixed(1024)),
+        ] {
+            let at = make(&value_at);
+            let over = make(&value_over);
+            assert!(json::validate(&at, Limits::new()).is_ok(), "{name}");
+            assert_eq!(
+                json::validate(&over, Limits::new()).unwrap_err().kind,
+                JsonErrorKind::TooDeep { limit: 1024 },
+                "{name}"
+            );
+            for dialect in [Dialect::V1, Dialect::V0] {
+                let (stream, _) = in_run(&at);
+                let out = run(&stream, Config::new().dialect(dialect));
+                let s = out.ok();
+                assert_eq!(s.events, 3, "{name} {dialect:?}");
+                assert!(s.is_complete());
+                // The encoder re-emits the 1023-deep value intact (it walks
+                // tokens, no recursion).
+                let (ty, json, _) = &out.events[1];
+                assert!(matches!(ty, EventType::StateSnapshot | EventType::Custom));
+                let needle = &value_at[..value_at.len() / 2];
+                assert!(
+                    json.windows(needle.len()).any(|w| w == needle),
+                    "{name}: encoded value lost its nesting"
+                );
+                let (stream, _) = in_run(&over);
+                let e = run(&stream, Config::new().dialect(dialect)).err();
+                assert_eq!(
+                    e.kind,
+                    ErrorKind::Capacity(Capacity::JsonDepth { limit: 1024 })
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn depth_limit_is_clamped_to_the_bit_stack() {
+    // Any larger limit is clamped to MAX_DEPTH; a million levels still fail
+    // cleanly.
+    assert_eq!(MAX_DEPTH, 4096);
+    let huge = Limits {
+        max_depth: usize::MAX,
+    };
+    assert!(json::validate(&nested_arrays(MAX_DEPTH), huge).is_ok());
+    let e = json::validate(&nested_arrays(MAX_DEPTH + 1), huge).unwrap_err();
+    assert_eq!(
+        (e.kind, e.offset),
+        (JsonErrorKind::TooDeep { limit: MAX_DEPTH }, MAX_DEPTH)
+    );
+    let e = json::validate(&nested_arrays(1_000_000), huge).unwrap_err();
+    assert_eq!(e.kind, JsonErrorKind::TooDeep { limit: MAX_DEPTH });
+
+    let config = Config {
+        limits: huge,
+        ..Config::new()
+    };
+    let (stream, _) = in_run(&snapshot_payload(&nested_arrays(1_000_000)));
+    let e = run(&stream, config).err();
+    assert_eq!(
+        e.kind,
+        ErrorKind::Capacity(Capacity::JsonDepth { limit: MAX_DEPTH })
+    );
+    let (stream, _) = in_run(&snapshot_payload(&nested_arrays(MAX_DEPTH - 1)));
+    assert_eq!(run(&stream, config).ok().events, 3);
+
+    // A zero limit admits scalars only.
+    let zero = Limits { max_depth: 0 };
+    assert!(json::validate(b" 1 ", zero).is_ok());
+    assert_eq!(
+        json::validate(b"{}", zero).unwrap_err().kind,
+        JsonErrorKind::TooDeep { limit: 0 }
+    );
+}
+
+// --------------------------------------------------- 2. a 10 MB string
+
+const TEN_MB: usize = 10 * 1024 * 1024;
+
+/// `len` bytes of printable ASCII text (no quote, no backslash).
+fn text(len: usize) -> Vec<u8> {
+    const PATTERN: &[u8] = b"The quick brown fox jumps over the lazy dog 0123456789. ";
+    let mut out = PATTERN.repeat(len / PATTERN.len() + 1);
+    out.truncate(len);
+    out
+}
+
+#[test]
+fn ten_megabyte_delta_pushed_whole_is_accepted_without_a_buffer() {
+    let delta = text(TEN_MB);
+    let mut content = br#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":""#.to_vec();
+    content.extend_from_slice(&delta);
+    content.extend_from_slice(br#""}"#);
+    let mut stream = sse(&[
+        RUN_STARTED,
+        r#"{"type":"TEXT_MESSAGE_START","messageId":"m"}"#,
+    ]);
+    stream.extend_from_slice(&frame_bytes(&content));
+    stream.extend_from_slice(&sse(&[
+        r#"{"type":"TEXT_MESSAGE_END","messageId":"m"}"#,
+        RUN_FINISHED,
+    ]));
+
+    // Every frame lies inside the one push, so none is copied: an empty
+    // frame buffer suffices.
+    let mut no_buffer = [0u8; 0];
+    let mut pipeline = Pipeline::new(&mut no_buffer, Config::new());
+    let mut seen = Vec::new();
+    let mut decoded_len = None;
+    let mut sink = |ev: &Event<'_>, f: &FrameInfo| {
+        seen.push(ev.event_type());
+        if ev.event_type() == EventType::TextMessageContent {
+            let d = ev.delta().expect("delta");
+            let plain = d.as_str().expect("a plain delta is borrowed as is");
+            assert_eq!(plain.len(), TEN_MB);
+            assert!(plain.as_bytes() == delta.as_slice(), "delta text differs");
+            let mut out = vec![0u8; TEN_MB];
+            decoded_len = Some(d.unescape_into(&mut out).expect("fits").as_bytes().len());
+            let json = encoded(ev);
+            assert_eq!(json.len(), TEN_MB + content.len() - delta.len());
+            assert!(f.terminated && f.original);
+        }
+    };
+    pipeline.push(&stream, &mut sink).unwrap();
+    let s = pipeline.finish(&mut sink).unwrap();
+    assert_eq!(decoded_len, Some(TEN_MB));
+    assert_eq!(s.events, 5);
+    assert_eq!(s.bytes, stream.len() as u64);
+    assert!(s.is_complete());
+    assert_eq!(
+        seen,
+        [
+            EventType::RunStarted,
+            EventType::TextMessageStart,
+            EventType::TextMessageContent,
+            EventType::TextMessageEnd,
+            EventType::RunFinished,
+        ]
+    );
+
+    // decode() directly.
+    let ev = decode(&content, Dialect::V1, Limits::new())
+        .unwrap()
+        .unwrap();
+    assert_eq!(ev.delta().unwrap().raw().len(), TEN_MB);
+}
+
+// -------------------------------------- 3. a 10 MB frame, a 4 KiB buffer
+
+#[test]
+fn ten_megabyte_frame_through_a_small_buffer_is_a_frame_buffer_error() {
+    const BUFFER: usize = 4096;
+    const PIECE: usize = 64 * 1024;
+    let delta = text(TEN_MB);
+    let mut content = br#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":""#.to_vec();
+    content.extend_from_slice(&delta);
+    content.extend_from_slice(br#""}"#);
+    let mut stream = frame(RUN_STARTED);
+    let frame1_start = stream.len() as u64;
+    let payload_at = frame1_start + 6;
+    stream.extend_from_slice(&frame_bytes(&content));
+
+    for policy in [Policy::Stop, Policy::Monitor] {
+        let mut buf = vec![0u8; BUFFER];
+        let mut pipeline = Pipeline::new(&mut buf, Config::new().policy(policy));
+        let mut events = 0u64;
+        let mut sink = |_: &Event<'_>, _: &FrameInfo| events += 1;
+        let mut pushed = 0u64;
+        let mut failure = None;
+        for (i, piece) in stream.chunks(PIECE).enumerate() {
+            pushed += piece.len() as u64;
+            if let Err(e) = pipeline.push(piece, &mut sink) {
+                failure = Some((i, e, pushed));
+                break;
+            }
+        }
+        let (piece, e, pushed) = failure.expect("the frame cannot fit");
+        assert_eq!(piece, 0, "fails as soon as the frame outgrows the buffer");
+        assert_eq!(
+            e.kind,
+            ErrorKind::Capacity(Capacity::FrameBuffer { capacity: BUFFER })
+        );
+        assert!(e.is_capacity());
+        assert_eq!(e.stage, Stage::Sse);
+        assert_eq!(e.frame, 1, "frame 0 (RUN_STARTED) was fine");
+        assert!(
+            (frame1_start..=pushed).contains(&e.offset),
+            "offset {} outside the frame's bytes read so far",
+            e.offset
+        );
+        // The first payload byte that did not fit.
+        assert_eq!(e.offset, payload_at + BUFFER as u64);
+        // Sticky, even when monitoring.
+        assert_eq!(pipeline.push(b"data: {}\n\n", &mut sink), Err(e));
+        assert_eq!(pipeline.finish(&mut sink), Err(e));
+        assert_eq!(events, 1);
+        drop(pipeline);
+        assert_eq!(buf.len(), BUFFER, "the caller's buffer is all there is");
+    }
+
+    // The same 4 KiB buffer holds a spanning payload of exactly 4096 bytes,
+    // and that payload is in the caller's buffer afterwards; 4097 do not fit.
+    for (extra, fits) in [(0usize, true), (1, false)] {
+        let head = br#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":""#;
+        let fill = BUFFER + extra - head.len() - 2;
+        let mut payload = head.to_vec();
+        payload.extend_from_slice(&text(fill));
+        payload.extend_from_slice(br#""}"#);
+        assert_eq!(payload.len(), BUFFER + extra);
+        let mut stream = sse(&[
+            RUN_STARTED,
+            r#"{"type":"TEXT_MESSAGE_START","messageId":"m"}"#,
+        ]);
+        stream.extend_from_slice(&frame_bytes(&payload));
+        let mut buf = vec![0u8; BUFFER];
+        let mut pipeline = Pipeline::new(&mut buf, Config::new());
+        let mut sink = |_: &Event<'_>, _: &FrameInfo| {};
+        let result = stream
+            .chunks(PIECE.min(stream.len() - 100))
+            .try_for_each(|piece| pipeline.push(piece, &mut sink))
+            .and_then(|()| pipeline.finish(&mut sink));
+        drop(pipeline);
+        if fits {
+            assert_eq!(result.unwrap().events, 3);
+            assert_eq!(buf, payload, "the spanning frame was kept in our buffer");
+        } else {
+            let e = result.unwrap_err();
+            assert_eq!(
+                e.kind,
+                ErrorKind::Capacity(Capacity::FrameBuffer { capacity: BUFFER })
+            );
+            assert_eq!(e.frame, 2);
+        }
+    }
+}
+
+// ------------------------------------------- 4. invalid UTF-8 everywhere
+
+/// What replacing one byte with 0xFF must do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Expect {
+    /// The `data` field name is broken: the line is an unknown field, no frame.
+    NoFrame,
+    /// Outside any string: a JSON syntax error.
+    Json,
+    /// Inside a member name: the member is unknown, a required one missing.
+    Schema,
+    /// Inside the `type` value: an unknown type (V1 ignores it).
+    UnknownType,
+    /// Inside the value of this member: accepted, the byte decodes to U+FFFD.
+    Value(&'static str),
+    /// The blank line's LF: the frame is dispatched unterminated, accepted.
+    Unterminated,
+}
+
+#[test]
+fn invalid_utf8_at_every_byte_of_a_frame() {
+    use Expect::*;
+    let parts: &[(&str, Expect)] = &[
+        ("data", NoFrame),
+        (":", NoFrame),
+        (" ", Json),
+        ("{", Json),
+        ("\"", Json),
+        ("type", Schema),
+        ("\"", Json),
+        (": ", Json),
+        ("\"", Json),
+        ("RUN_STARTED", UnknownType),
+        ("\"", Json),
+        (",", Json),
+        ("\"", Json),
+        ("threadId", Schema),
+        ("\"", Json),
+        (":", Json),
+        ("\"", Json),
+        ("thréad", Value("threadId")),
+        ("\"", Json),
+        (",", Json),
+        ("\"", Json),
+        ("runId", Schema),
+        ("\"", Json),
+        (":", Json),
+        ("\"", Json),
+        ("run", Value("runId")),
+        ("\"", Json),
+        ("}", Json),
+        ("\n", Json),
+        ("\n", Unterminated),
+    ];
+    let mut stream = Vec::new();
+    let mut expect = Vec::new();
+    // Where each value lies.
+    let mut ranges = Vec::new();
+    for (text, e) in parts {
+        if let Value(field) = e {
+            ranges.push((*field, stream.len()..stream.len() + text.len()));
+        }
+        stream.extend_from_slice(text.as_bytes());
+        expect.extend(std::iter::repeat_n(*e, text.len()));
+    }
+    // The original is valid.
+    assert_eq!(run(&stream, Config::new()).ok().events, 1);
+
+    for i in 0..stream.len() {
+        let mut bad = stream.clone();
+        bad[i] = 0xFF;
+        let ctx = format!(
+            "byte {i} ({:?}) of {:?}",
+            expect[i],
+            String::from_utf8_lossy(&stream)
+        );
+        for chunk in [0, 1, 7] {
+            let out = run_chunked(&bad, Config::new(), chunk);
+            match expect[i] {
+                NoFrame => {
+                    let s = out.ok();
+                    assert_eq!((s.frames, s.events), (0, 0), "{ctx}");
+                }
+                Json => {
+                    let e = out.err();
+                    assert!(matches!(e.kind, ErrorKind::Json(_)), "{ctx}: {e:?}");
+                    assert_eq!((e.stage, e.frame), (Stage::Sse, 0), "{ctx}");
+                    assert!(
+                        e.offset >= i as u64 && e.offset <= bad.len() as u64,
+                        "{ctx}: offset {}",
+                        e.offset
+                    );
+                }
+                Schema => {
+                    let e = out.err();
+                    assert!(matches!(e.kind, ErrorKind::Schema(_)), "{ctx}: {e:?}");
+                    assert_eq!((e.stage, e.frame), (Stage::Schema, 0), "{ctx}");
+                }
+                UnknownType => {
+                    let s = out.ok();
+                    assert_eq!((s.frames, s.events), (1, 0), "{ctx}");
+                }
+                Value(field) => {
+                    let s = out.ok();
+                    assert_eq!(s.events, 1, "{ctx}");
+                    // The id decodes as the WHATWG decoder (= from_utf8_lossy)
+                    // decodes the bytes, and is written back that way.
+                    let json = &out.events[0].1;
+                    let text = String::from_utf8(json.clone()).expect("encoder writes UTF-8");
+                    let (_, range) = ranges.iter().find(|(f, _)| *f == field).unwrap();
+                    let lossy = String::from_utf8_lossy(&bad[range.clone()]);
+                    assert!(lossy.contains('\u{FFFD}'), "{ctx}");
+                    let want = format!("\"{field}\":\"{lossy}\"");
+                    assert!(text.contains(&want), "{ctx}: {text} lacks {want}");
+                }
+                Unterminated => {
+                    let s = out.ok();
+                    assert_eq!(s.events, 1, "{ctx}");
+                    assert!(s.unterminated_frame, "{ctx}");
+                }
+            }
+        }
+        // V0: an unknown type is a schema error; nothing panics.
+        let out = run(&bad, v0());
+        if expect[i] == UnknownType {
+            let e = out.err();
+            assert!(
+                matches!(e.kind, ErrorKind::Schema(s) if s.problem == SchemaProblem::UnknownType),
+                "{ctx}: {e:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn invalid_utf8_in_values_decodes_to_replacement_characters() {
+    // A few explicit cases: a lone continuation byte, a truncated sequence,
+    // an encoded surrogate, an overlong form.
+    let cases: &[(&[u8], &str)] = &[
+        (b"a\xffb", "a\u{FFFD}b"),
+        (b"\xe2\x82", "\u{FFFD}"),
+        (b"\xed\xa0\x80", "\u{FFFD}\u{FFFD}\u{FFFD}"),
+        (b"\xc0\xaf!", "\u{FFFD}\u{FFFD}!"),
+        (b"\xf0\x9f\x98\x80\xf0\x9f\x98", "\u{1F600}\u{FFFD}"),
+    ];
+    for (raw, text) in cases {
+        let mut payload = br#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":""#.to_vec();
+        payload.extend_from_slice(raw);
+        payload.extend_from_slice(br#""}"#);
+        let mut stream = sse(&[
+            RUN_STARTED,
+            r#"{"type":"TEXT_MESSAGE_START","messageId":"m"}"#,
+        ]);
+        stream.extend_from_slice(&frame_bytes(&payload));
+        let out = run(&stream, Config::new());
+        assert_eq!(out.ok().events, 3, "{raw:?}");
+        let want = format!(r#"{{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"{text}"}}"#);
+        assert_eq!(out.encoded()[2], want, "{raw:?}");
+        let ev = decode(&payload, Dialect::V1, Limits::new())
+            .unwrap()
+            .unwrap();
+        assert_eq!(ev.delta().unwrap().to_string(), *text);
+        assert!(ev.delta().unwrap().eq_str(text));
+    }
+}
+
+#[test]
+fn every_byte_value_at_every_position_never_panics() {
+    let stream = frame(r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"m\u00e9","delta":"a\"b"}"#);
+    for i in 0..stream.len() {
+        for b in 0..=255u8 {
+            let mut bad = stream.clone();
+            bad[i] = b;
+            for config in [Config::new(), v0(), Config::new().policy(Policy::Monitor)] {
+                let _ = run(&bad, config);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------- 5. truncation everywhere
+
+/// A valid stream exercising the framer's corners: comments, `event`/`id`
+/// fields, CRLF and CR line ends, multi-line data, escapes, chunks. Returns
+/// it with, per frame, the offset at which its blank line dispatches it.
+fn rich_stream() -> (Vec<u8>, Vec<usize>) {
+    // (lines of the block, the blank line ending it)
+    let blocks: &[(&str, &str)] = &[
+        (
+            ": hello\ndata: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n",
+            "\n",
+        ),
+        (
+            "event: x\r\nid: 7\r\ndata: {\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"m\\u00e9\",\"role\":\"assistant\"}\r\n",
+            "\r\n",
+        ),
+        (
+            "data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\ndata:\"messageId\":\"m\\u00e9\",\n: interleaved comment\ndata: \"delta\":\"h\\\"i \\ud83d\\ude00 \u{e9}\"}\n",
+            "\n",
+        ),
+        (
+            "data: {\"type\":\"TEXT_MESSAGE_END\",\"messageId\":\"mé\",\"timestamp\":1700000000000}\r",
+            "\r",
+        ),
+        (
+            "data: {\"type\":\"TOOL_CALL_CHUNK\",\"toolCallId\":\"c1\",\"toolCallName\":\"f\",\"delta\":\"{\\\"a\\\":\"}\n",
+            "\n",
+        ),
+        (
+            "data: {\"type\":\"TOOL_CALL_CHUNK\",\"toolCallId\":\"c1\",\"delta\":\"1}\"}\n",
+            "\n",
+        ),
+        (
+            "data: {\"type\":\"STATE_SNAPSHOT\",\"snapshot\":{\"a\":[1,-2.5e3,true,false,null,\"x\",{}]}}\n",
+            "\n",
+        ),
+        (
+            "data:{\"type\":\"CUSTOM\",\"name\":\"n\",\"value\":[]}\n",
+            "\n",
+        ),
+        (
+            "data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\"}\n",
+            "\n",
+        ),
+    ];
+    let mut stream = Vec::new();
+    let mut dispatch = Vec::new();
+    for (lines, blank) in blocks {
+        stream.extend_from_slice(lines.as_bytes());
+        dispatch.push(stream.len() + 1);
+        stream.extend_from_slice(blank.as_bytes());
+    }
+    (stream, dispatch)
+}
+
+#[test]
+fn truncation_at_every_byte_errs_only_in_the_cut_frame() {
+    let (stream, dispatch) = rich_stream();
+    for dialect in [Dialect::V1, Dialect::V0] {
+        let config = Config::new().dialect(dialect);
+        let full = run(&stream, config);
+        let s = full.ok();
+        assert!(s.is_complete(), "{dialect:?}: {s:?}");
+        assert_eq!(s.frames, dispatch.len() as u64);
+        // Chunk expansion: START + ARGS, ARGS; the RUN_FINISHED closes the
+        // tool call lane with an END.
+        assert_eq!(full.events.len(), dispatch.len() + 2, "{dialect:?}");
+
+        for n in 0..=stream.len() {
+            let prefix = &stream[..n];
+            // The frame the cut falls in: every frame dispatched before it.
+            let cut = dispatch.iter().filter(|&&d| d <= n).count() as u64;
+            for chunk in [0, 3] {
+                let out = run_chunked(prefix, config, chunk);
+                let ctx = format!("{dialect:?}, prefix of {n} bytes, pushes of {chunk}");
+                match &out.result {
+                    Ok(s) => {
+                        assert!(s.frames == cut || s.frames == cut + 1, "{ctx}: {s:?}");
+                        assert_eq!(s.bytes, n as u64, "{ctx}");
+                    }
+                    Err(e) => {
+                        assert_eq!(e.frame, cut, "{ctx}: {e:?}");
+                        assert_eq!(e.stage, Stage::Sse, "{ctx}: {e:?}");
+                        assert!(
+                            matches!(
+                                e.kind,
+                                ErrorKind::Json(j) if j.kind == JsonErrorKind::UnexpectedEnd
+                            ),
+                            "{ctx}: {e:?}"
+                        );
+                    }
+                }
+                // What was delivered is what the whole stream delivers first.
+                assert!(out.events.len() <= full.events.len(), "{ctx}");
+                for (got, want) in out.events.iter().zip(&full.events) {
+                    assert_eq!((got.0, &got.1), (want.0, &want.1), "{ctx}");
+                    assert_eq!(got.2.index, want.2.index, "{ctx}");
+                    assert_eq!(got.2.start, want.2.start, "{ctx}");
+                }
+                assert!(
+                    out.events.iter().all(|(_, _, f)| f.index <= cut),
+                    "{ctx}: an event from beyond the cut"
+                );
+            }
+        }
+    }
+}
+
+/// `Error::offset`: "For JSON errors in a single-`data`-line frame it is the
+/// offending byte; otherwise the frame's first byte."
+#[test]
+fn json_error_offsets_in_multi_line_frames_are_the_frame_start() {
+    let head = frame(RUN_STARTED);
+    let frame_start = head.len() as u64;
+    let deep = String::from_utf8(nested_arrays(2000)).unwrap();
+    for tail in [
+        "data: {\"type\":\n: comment\ndata: \"CUSTOM\",x}\n\n".to_owned(),
+        "data: {\"type\":\r\ndata: \"CUSTOM\",x}\r\n\r\n".to_owned(),
+        format!("data: {{\"type\":\"STATE_SNAPSHOT\",\ndata: \"snapshot\":{deep}}}\n\n"),
+    ] {
+        let stream = [head.clone(), tail.clone().into_bytes()].concat();
+        let e = run(&stream, Config::new()).err();
+        assert_eq!(e.frame, 1);
+        assert_eq!(e.offset, frame_start, "{e:?} for {tail:?}");
+    }
+    // (Single-line frames do point at the offending byte.)
+    let stream = [head, b"data: {\"type\":\"CUSTOM\",x}\n\n".to_vec()].concat();
+    let e = run(&stream, Config::new()).err();
+    assert_eq!(e.offset, frame_start + 6 + 17);
+}
+
+// ------------------------------------------------ 6. surrogate escapes
+
+#[test]
+fn lone_and_reversed_surrogates_in_ids_and_deltas() {
+    let stream = sse(&[
+        RUN_STARTED,
+        // A lone high surrogate as id; the same id spelled in upper case.
+        r#"{"type":"TEXT_MESSAGE_START","messageId":"\ud800"}"#,
+        r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"\uD800","delta":"\udc00"}"#,
+        r#"{"type":"TEXT_MESSAGE_END","messageId":"\ud800"}"#,
+        // Reversed: low then high.
+        r#"{"type":"TEXT_MESSAGE_START","messageId":"\udc00\ud800"}"#,
+        r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"\udc00\ud800","delta":"\ud83d\ude00"}"#,
+        r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"\udc00\ud800","delta":"x\ud800\u0041\uD83D\uDE00\udfff"}"#,
+        r#"{"type":"TEXT_MESSAGE_END","messageId":"\udc00\ud800"}"#,
+        // A pair as id, closed by the same text written raw.
+        r#"{"type":"TEXT_MESSAGE_START","messageId":"\ud83d\ude00"}"#,
+        r#"{"type":"TEXT_MESSAGE_END","messageId":"😀"}"#,
+        // A tool call with a lone surrogate id.
+        r#"{"type":"TOOL_CALL_START","toolCallId":"\udfff","toolCallName":"f\ud800"}"#,
+        r#"{"type":"TOOL_CALL_ARGS","toolCallId":"\uDFFF","delta":"\udbff"}"#,
+        r#"{"type":"TOOL_CALL_END","toolCallId":"\udfff"}"#,
+        RUN_FINISHED,
+    ]);
+    for dialect in [Dialect::V1, Dialect::V0] {
+        let out = run(&stream, Config::new().dialect(dialect));
+        let s = out.ok();
+        assert_eq!(s.events, 14, "{dialect:?}");
+        assert!(s.is_complete());
+        let lines = out.encoded();
+        let role = match dialect {
+            Dialect::V1 => "",
+            Dialect::V0 => r#","role":"assistant""#,
+        };
+        let want = [
+            format!(r#"{{"type":"TEXT_MESSAGE_START","messageId":"\ud800"{role}}}"#),
+            r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"\ud800","delta":"\udc00"}"#.to_owned(),
+            r#"{"type":"TEXT_MESSAGE_END","messageId":"\ud800"}"#.to_owned(),
+            format!(r#"{{"type":"TEXT_MESSAGE_START","messageId":"\udc00\ud800"{role}}}"#),
+            r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"\udc00\ud800","delta":"😀"}"#.to_owned(),
+            r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"\udc00\ud800","delta":"x\ud800A😀\udfff"}"#.to_owned(),
+            r#"{"type":"TEXT_MESSAGE_END","messageId":"\udc00\ud800"}"#.to_owned(),
+            format!(r#"{{"type":"TEXT_MESSAGE_START","messageId":"😀"{role}}}"#),
+            r#"{"type":"TEXT_MESSAGE_END","messageId":"😀"}"#.to_owned(),
+            r#"{"type":"TOOL_CALL_START","toolCallId":"\udfff","toolCallName":"f\ud800"}"#
+                .to_owned(),
+            r#"{"type":"TOOL_CALL_ARGS","toolCallId":"\udfff","delta":"\udbff"}"#.to_owned(),
+            r#"{"type":"TOOL_CALL_END","toolCallId":"\udfff"}"#.to_owned(),
+        ];
+        assert_eq!(&lines[1..13], &want[..], "{dialect:?}");
+    }
+}
+
+/// Every high surrogate paired with the lowest and highest low surrogate
+/// decodes to the code point `char::decode_utf16` gives (JSON.parse agrees).
+#[test]
+fn every_surrogate_pair_decodes_to_its_code_point() {
+    let mut wrong = Vec::new();
+    for hi in 0xD800u16..=0xDBFF {
+        for lo in [0xDC00u16, 0xDE00, 0xDFFF] {
+            let want = char::decode_utf16([hi, lo]).next().unwrap().unwrap();
+            for raw in [
+                format!(r"\u{hi:04x}\u{lo:04x}"),
+                format!(r"\u{hi:04X}\u{lo:04X}"),
+            ] {
+                let s = agui_stream::JsonStr::from_escaped(raw.as_bytes());
+                let got: Vec<u32> = s.chars().collect();
+                if got != [u32::from(want)] {
+                    wrong.push((raw, got, want));
+                }
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of 6144 pairs decode wrongly, e.g. {:x?}",
+        wrong.len(),
+        &wrong[..wrong.len().min(3)]
+    );
+
+    // Through the pipeline: the escaped and the raw spelling of U+20000 and
+    // U+10FFFF are one id, and the encoder writes the raw character.
+    let stream = sse(&[
+        RUN_STARTED,
+        r#"{"type":"TEXT_MESSAGE_START","messageId":"\ud840\udc00"}"#,
+        r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"𠀀","delta":"\uDBFF\uDFFF"}"#,
+        r#"{"type":"TEXT_MESSAGE_END","messageId":"𠀀"}"#,
+        RUN_FINISHED,
+    ]);
+    let out = run(&stream, Config::new());
+    assert_eq!(out.ok().events, 5);
+    assert_eq!(
+        out.encoded()[2],
+        "{\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"\u{20000}\",\"delta\":\"\u{10FFFF}\"}"
+    );
+}
+
+#[test]
+fn a_lone_surrogate_is_not_its_replacement_nor_its_wtf8_bytes() {
+    // JavaScript strings: "\ud800" differs from "\ufffd" and from the three
+    // bytes ED A0 80 (invalid UTF-8, decoded as three U+FFFD).
+    for end in [
+        br#"{"type":"TEXT_MESSAGE_END","messageId":"\ufffd"}"#.to_vec(),
+        b"{\"type\":\"TEXT_MESSAGE_END\",\"messageId\":\"\xed\xa0\x80\"}".to_vec(),
+        b"{\"type\":\"TEXT_MESSAGE_END\",\"messageId\":\"\xef\xbf\xbd\"}".to_vec(),
+    ] {
+        let mut stream = sse(&[
+            RUN_STARTED,
+            r#"{"type":"TEXT_MESSAGE_START","messageId":"\ud800"}"#,
+        ]);
+        stream.extend_from_slice(&frame_bytes(&end));
+        let e = run(&stream, Config::new()).err();
+        assert_eq!((e.stage, e.frame), (Stage::Verify, 2), "{e:?}");
+        assert!(matches!(e.kind, ErrorKind::Verify { .. }));
+    }
+    // …while a raw U+FFFD and the three invalid bytes are the same text.
+    let stream = [
+        frame(RUN_STARTED),
+        frame(r#"{"type":"TEXT_MESSAGE_START","messageId":"\ufffd\ufffd\ufffd"}"#),
+        frame_bytes(b"{\"type\":\"TEXT_MESSAGE_END\",\"messageId\":\"\xed\xa0\x80\"}"),
+    ]
+    .concat();
+    assert_eq!(run(&stream, Config::new()).ok().events, 3);
+}
+
+// ---------------------------------------------- 7. 10,000-digit numbers
+
+#[test]
+fn ten_thousand_digit_numbers() {
+    let nines = "9".repeat(10_000);
+    let one_long = format!("1{}e-10000", "0".repeat(10_000)); // exactly 1
+    let almost_one = format!("1.{}1", "0".repeat(10_000)); // rounds to 1
+    let tiny = format!("0.{}1", "0".repeat(10_000)); // underflows to 0: an integer
+    let half = format!("0.5{}", "0".repeat(10_000)); // not an integer
+    let huge_exp = format!("1e{}", "9".repeat(10_000)); // overflows
+    let neg = format!("-{nines}"); // -Infinity
+    let neg_zero = format!("-{nines}.{nines}e-{nines}"); // -0: an integer
+
+    // As CUSTOM `value` (any JSON): accepted in both dialects, copied as written.
+    for n in [
+        &nines,
+        &one_long,
+        &almost_one,
+        &tiny,
+        &half,
+        &huge_exp,
+        &neg,
+        &neg_zero,
+    ] {
+        let ev = format!(r#"{{"type":"CUSTOM","name":"n","value":{n}}}"#);
+        for dialect in [Dialect::V1, Dialect::V0] {
+            let out = run(&sse(&[RUN_STARTED, &ev]), Config::new().dialect(dialect));
+            assert_eq!(out.ok().events, 2, "{dialect:?}");
+            assert_eq!(out.encoded()[1], ev);
+        }
+    }
+
+    // As `timestamp`: V1 wants a safe integer, V0 any number.
+    let with_ts = |n: &str| {
+        sse(&[
+            RUN_STARTED.to_owned(),
+            format!(r#"{{"type":"CUSTOM","name":"n","value":1,"timestamp":{n}}}"#),
+        ])
+    };
+    for n in [&nines, &half, &huge_exp, &neg] {
+        let e = run(&with_ts(n), Config::new()).err();
+        assert_eq!((e.stage, e.frame), (Stage::Schema, 1));
+        match e.kind {
+            ErrorKind::Schema(s) => assert!(
+                matches!(
+                    s.problem,
+                    SchemaProblem::NotInteger | SchemaProblem::NotSafeInteger
+                ),
+                "{s:?}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(run(&with_ts(n), v0()).ok().events, 2);
+    }
+    // Long spellings of small integers are integers.
+    for (n, x) in [
+        (&one_long, 1.0),
+        (&almost_one, 1.0),
+        (&tiny, 0.0),
+        (&neg_zero, -0.0),
+    ] {
+        let out = run(&with_ts(n), Config::new());
+        assert_eq!(out.ok().events, 2);
+        assert!(out.encoded()[1].contains(&format!(r#""timestamp":{n}"#)));
+        let payload = format!(r#"{{"type":"CUSTOM","name":"n","value":1,"timestamp":{n}}}"#);
+        let ev = decode(payload.as_bytes(), Dialect::V1, Limits::new())
+            .unwrap()
+            .unwrap();
+        assert_eq!(ev.timestamp(), Some(x));
+    }
+    // Leading zeros stay invalid however many there are.
+    let e = run(&with_ts(&format!("0{nines}")), Config::new()).err();
+    assert!(matches!(e.kind, ErrorKind::Json(_)));
+    assert_eq!(e.stage, Stage::Sse);
+}
+
+#[test]
+fn million_digit_timestamp_is_handled() {
+    let digits = "7".repeat(1_000_000);
+    let ev = format!(r#"{{"type":"CUSTOM","name":"n","value":1,"timestamp":{digits}}}"#);
+    let stream = sse(&[RUN_STARTED, &ev]);
+    let e = run(&stream, Config::new()).err();
+    assert_eq!(e.stage, Stage::Schema);
+    let out = run(&stream, v0());
+    assert_eq!(out.ok().events, 2);
+    assert_eq!(out.encoded()[1].len(), ev.len());
+}
+
+// ------------------------------------------ 8. 100,000 duplicate members
+
+#[test]
+fn hundred_thousand_duplicate_keys_last_wins() {
+    const N: usize = 100_000;
+    let dup = |ty: &str, extra: &str| {
+        let mut s = format!(r#"{{"type":"{ty}""#);
+        for i in 0..N - 1 {
+            write!(s, r#","messageId":"d{i}""#).unwrap();
+        }
+        s.push_str(r#","messageId":"last""#);
+        s.push_str(extra);
+        s.push('}');
+        s
+    };
+    let start = dup("TEXT_MESSAGE_START", "");
+    let content = dup("TEXT_MESSAGE_CONTENT", r#","delta":"x""#);
+    let end = dup("TEXT_MESSAGE_END", "");
+    // `type` repeated too: the last one counts.
+    let mut retyped = String::from("{");
+    for _ in 0..N {
+        retyped.push_str(r#""type":"CUSTOM","#);
+    }
+    retyped.push_str(r#""type":"TEXT_MESSAGE_END","messageId":"x"}"#);
+    let stream = sse(&[
+        RUN_STARTED,
+        &start,
+        &content,
+        &end,
+        r#"{"type":"TEXT_MESSAGE_START","messageId":"x"}"#,
+        &retyped,
+        RUN_FINISHED,
+    ]);
+    let out = run(&stream, Config::new());
+    let s = out.ok();
+    assert_eq!(s.events, 7);
+    assert!(s.is_complete());
+    let lines = out.encoded();
+    assert_eq!(
+        lines[1],
+        r#"{"type":"TEXT_MESSAGE_START","messageId":"last"}"#
+    );
+    assert_eq!(
+        lines[2],
+        r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"last","delta":"x"}"#
+    );
+    assert_eq!(
+        lines[3],
+        r#"{"type":"TEXT_MESSAGE_END","messageId":"last"}"#
+    );
+    assert_eq!(lines[5], r#"{"type":"TEXT_MESSAGE_END","messageId":"x"}"#);
+
+    // V0 passes unknown members through; the known, duplicated one is
+    // written once, with its last value.
+    let stream = sse(&[RUN_STARTED, &start, &end, RUN_FINISHED]);
+    let out = run(&stream, v0());
+    assert!(out.ok().is_complete());
+    assert_eq!(
+        out.encoded()[1],
+        r#"{"type":"TEXT_MESSAGE_START","messageId":"last","role":"assistant"}"#
+    );
+    let ev = decode(start.as_bytes(), Dialect::V1, Limits::new())
+        .unwrap()
+        .unwrap();
+    assert!(ev.message_id().unwrap().eq_str("last"));
+    assert_eq!(ev.object().unwrap().len(), N + 1);
+}
+
+// ------------------------------------------------ 9. every capacity
+
+type Small<'b> = Pipeline<'b, 4, 6, 16>;
+
+fn run_small(stream: &[u8]) -> Outcome {
+    run_with::<4, 6, 16>(stream, Config::new(), 1 << 16, 0)
+}
+
+fn start(id: &str) -> String {
+    format!(r#"{{"type":"TEXT_MESSAGE_START","messageId":"{id}"}}"#)
+}
+fn end(id: &str) -> String {
+    format!(r#"{{"type":"TEXT_MESSAGE_END","messageId":"{id}"}}"#)
+}
+
+fn with_run(middle: Vec<String>) -> Vec<u8> {
+    let mut evs = vec![RUN_STARTED.to_owned()];
+    evs.extend(middle);
+    evs.push(RUN_FINISHED.to_owned());
+    sse(&evs)
+}
+
+#[test]
+fn small_pipeline_is_small() {
+    // The type the capacity tests use holds everything inline.
+    assert!(std::mem::size_of::<Small<'static>>() < 4096);
+}
+
+#[test]
+fn open_ids_at_and_over_capacity() {
+    let open = |n: usize| {
+        let mut evs: Vec<String> = (0..n).map(|i| start(&format!("m{i}"))).collect();
+        evs.extend((0..n).map(|i| end(&format!("m{i}"))));
+        with_run(evs)
+    };
+    assert_eq!(run_small(&open(4)).ok().events, 10);
+    let e = run_small(&open(5)).err();
+    assert_eq!(e.kind, ErrorKind::Capacity(Capacity::OpenIds));
+    assert_eq!((e.stage, e.frame), (Stage::Verify, 5));
+}
+
+#[test]
+fn owners_at_and_over_capacity() {
+    let owners = |n: usize| {
+        with_run(
+            (0..n)
+                .flat_map(|i| [start(&format!("m{i}")), end(&format!("m{i}"))])
+                .collect(),
+        )
+    };
+    assert_eq!(run_small(&owners(6)).ok().events, 14);
+    let e = run_small(&owners(7)).err();
+    assert_eq!(e.kind, ErrorKind::Capacity(Capacity::Owners));
+    assert_eq!((e.stage, e.frame), (Stage::Verify, 13));
+    // A new run forgets the owners of the last one.
+    let mut two_runs = owners(6);
+    two_runs.extend(owners(6));
+    assert_eq!(run_small(&two_runs).ok().events, 28);
+}
+
+#[test]
+fn id_length_at_and_over_capacity() {
+    // 16 bytes of JSON text hold a 14-character id and its quotes.
+    let id14 = "abcdefghijklmn";
+    let id15 = "abcdefghijklmno";
+    assert_eq!(id14.len(), 14);
+    for (id, fits) in [(id14, true), (id15, false)] {
+        let cases: Vec<(Vec<u8>, Stage)> = vec![
+            (with_run(vec![start(id), end(id)]), Stage::Verify),
+            (
+                with_run(vec![format!(
+                    r#"{{"type":"TEXT_MESSAGE_CHUNK","messageId":"{id}","delta":"x"}}"#
+                )]),
+                Stage::Chunks,
+            ),
+            (
+                with_run(vec![
+                    format!(r#"{{"type":"STEP_STARTED","stepName":"{id}"}}"#),
+                    format!(r#"{{"type":"STEP_FINISHED","stepName":"{id}"}}"#),
+                ]),
+                Stage::Verify,
+            ),
+            (
+                with_run(vec![
+                    format!(
+                        r#"{{"type":"TOOL_CALL_START","toolCallId":"{id}","toolCallName":"f"}}"#
+                    ),
+                    format!(r#"{{"type":"TOOL_CALL_END","toolCallId":"{id}"}}"#),
+                ]),
+                Stage::Verify,
+            ),
+        ];
+        for (stream, stage) in cases {
+            let out = run_small(&stream);
+            if fits {
+                out.ok();
+            } else {
+                let e = out.err();
+                assert_eq!(e.kind, ErrorKind::Capacity(Capacity::IdLength), "{stage:?}");
+                assert_eq!((e.stage, e.frame), (stage, 1));
+            }
+        }
+    }
+    // The limit is on the id as written: 14 bytes of escapes fit, 15 do not.
+    let escaped14 = r"\u0041\u0042ab"; // "ABab"
+    let escaped15 = r"\u0041\u0042abc";
+    assert_eq!(escaped14.len(), 14);
+    assert!(
+        run_small(&with_run(vec![start(escaped14), end("ABab")]))
+            .result
+            .is_ok()
+    );
+    let e = run_small(&with_run(vec![start(escaped15), end("ABabc")])).err();
+    assert_eq!(e.kind, ErrorKind::Capacity(Capacity::IdLength));
+}
+
+#[test]
+fn chunk_lanes_at_and_over_capacity() {
+    // Eight lanes (the parent and seven subagents) each keep a text message
+    // open, so the verifier needs more than four open ids here: this test
+    // sizes the pipeline for the lanes, not the other way round.
+    let lanes = |subagents: usize| {
+        let mut evs = Vec::new();
+        for s in 1..=subagents {
+            evs.push(format!(
+                r#"{{"type":"SUBAGENT_STARTED","subagentRunId":"s{s}","name":"n"}}"#
+            ));
+        }
+        evs.push(r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"p","delta":"x"}"#.to_owned());
+        for s in 1..=subagents {
+            evs.push(format!(
+                r#"{{"type":"TEXT_MESSAGE_CHUNK","messageId":"m{s}","subagentRunId":"s{s}","delta":"x"}}"#
+            ));
+        }
+        for s in 1..=subagents {
+            evs.push(format!(
+                r#"{{"type":"SUBAGENT_FINISHED","subagentRunId":"s{s}"}}"#
+            ));
+        }
+        with_run(evs)
+    };
+    let out = run_with::<32, 64, 16>(&lanes(7), Config::new(), 1 << 16, 0);
+    let s = out.ok();
+    assert!(s.is_complete());
+    // 1 + 7 starts + 8 × (START + CONTENT) + 7 × (END + FINISHED) + END + 1.
+    assert_eq!(s.events, 1 + 7 + 16 + 14 + 1 + 1);
+    let out = run_with::<32, 64, 16>(&lanes(8), Config::new(), 1 << 16, 0);
+    let e = out.err();
+    assert_eq!(e.kind, ErrorKind::Capacity(Capacity::Lanes));
+    assert_eq!(e.stage, Stage::Chunks);
+    assert_eq!(e.frame, 1 + 8 + 1 + 7, "the ninth lane's chunk");
+}
+
+#[test]
+fn subagents_at_and_over_capacity() {
+    // Active subagents share the open-id table (four slots).
+    let active = |n: usize| {
+        let mut evs: Vec<String> = (0..n)
+            .map(|s| format!(r#"{{"type":"SUBAGENT_STARTED","subagentRunId":"s{s}","name":"n"}}"#))
+            .collect();
+        evs.extend(
+            (0..n).map(|s| format!(r#"{{"type":"SUBAGENT_FINISHED","subagentRunId":"s{s}"}}"#)),
+        );
+        with_run(evs)
+    };
+    assert_eq!(run_small(&active(4)).ok().events, 10);
+    let e = run_small(&active(5)).err();
+    assert!(e.is_capacity(), "{e:?}");
+    assert!(
+        matches!(
+            e.kind,
+            ErrorKind::Capacity(Capacity::OpenIds | Capacity::Subagents)
+        ),
+        "{e:?}"
+    );
+    assert_eq!((e.stage, e.frame), (Stage::Verify, 5));
+
+    // Distinct subagents an event is attributed to are interned in a table
+    // of OPEN entries: four names fit, a fifth does not.
+    let named = |n: usize| {
+        with_run(
+            (0..n)
+                .map(|s| {
+                    format!(
+                        r#"{{"type":"ACTIVITY_SNAPSHOT","messageId":"a","activityType":"x","content":{{}},"subagentRunId":"s{s}"}}"#
+                    )
+                })
+                .collect(),
+        )
+    };
+    assert_eq!(run_small(&named(4)).ok().events, 6);
+    let e = run_small(&named(5)).err();
+    assert_eq!(e.kind, ErrorKind::Capacity(Capacity::Subagents));
+    assert_eq!((e.stage, e.frame), (Stage::Verify, 5));
+}
+
+const LEGACY_PART: &str = r#"{"type":"binary","mimeType":"image/png","data":"x"}"#;
+const TEXT_PART: &str = r#"{"type":"text","text":"t"}"#;
+
+fn user_snapshot(legacy: usize, text: usize) -> Vec<u8> {
+    let parts: Vec<&str> = std::iter::repeat_n(LEGACY_PART, legacy)
+        .chain(std::iter::repeat_n(TEXT_PART, text))
+        .collect();
+    let snapshot = format!(
+        r#"{{"type":"MESSAGES_SNAPSHOT","messages":[{{"id":"u","role":"user","content":[{}]}}]}}"#,
+        parts.join(",")
+    );
+    with_run(vec![snapshot])
+}
+
+#[test]
+fn legacy_binary_parts_at_and_over_the_budget() {
+    // The budget is legacy parts × array length ≤ 4096.
+    for (legacy, text, fits) in [
+        (64, 0, true),    // 64 × 64 = 4096
+        (65, 0, false),   // 65 × 65 = 4225
+        (32, 96, true),   // 32 × 128 = 4096
+        (32, 97, false),  // 32 × 129 = 4128
+        (1, 4095, true),  // 1 × 4096
+        (1, 4096, false), // 1 × 4097
+        (0, 10_000, true),
+    ] {
+        let out = run_small(&user_snapshot(legacy, text));
+        if fits {
+            assert_eq!(out.ok().events, 3, "{legacy} legacy, {text} text");
+            // Each legacy part is written upgraded to an image part.
+            let json = &out.events[1].1;
+            let upgraded =
+                br#"{"type":"image","source":{"type":"data","value":"x","mimeType":"image/png"}}"#;
+            let count = json
+                .windows(upgraded.len())
+                .filter(|w| *w == upgraded)
+                .count();
+            assert_eq!(count, legacy, "{legacy} legacy, {text} text");
+        } else {
+            let e = out.err();
+            assert_eq!(
+                e.kind,
+                ErrorKind::Capacity(Capacity::LegacyParts { budget: 4096 }),
+                "{legacy} legacy, {text} text"
+            );
+            assert_eq!((e.stage, e.frame), (Stage::Schema, 1));
+        }
+    }
+    // The same budget applies to messages in RUN_STARTED's input.
+    let input = |n: usize| {
+        let parts = vec![LEGACY_PART; n].join(",");
+        sse(&[format!(
+            r#"{{"type":"RUN_STARTED","threadId":"t","runId":"r","input":{{"threadId":"t","runId":"r","messages":[{{"id":"u","role":"user","content":[{parts}]}}]}}}}"#
+        )])
+    };
+    assert_eq!(run_small(&input(64)).ok().events, 1);
+    assert_eq!(
+        run_small(&input(65)).err().kind,
+        ErrorKind::Capacity(Capacity::LegacyParts { budget: 4096 })
+    );
+}
+
+/// Monitoring after a capacity error: the rejected event must leave the
+/// verifier as it stood ("On error the state is unchanged").
+#[test]
+fn monitor_after_owner_capacity_error_leaves_state_unchanged() {
+    #[derive(Default)]
+    struct Log {
+        events: Vec<String>,
+        violations: Vec<(ErrorKind, u64)>,
+    }
+    impl Sink for Log {
+        fn event(&mut self, event: &Event<'_>, _: &FrameInfo) {
+            self.events.push(event.event_type().to_string());
+        }
+        fn violation(&mut self, error: &Error, _: &dyn std::fmt::Display) {
+            self.violations.push((error.kind, error.frame));
+        }
+    }
+    let stream = with_run(vec![
+        start("m0"),
+        end("m0"),
+        start("m1"), // the third owner: over capacity, skipped
+        r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"x"}"#.to_owned(),
+    ]);
+    let mut buf = vec![0u8; 4096];
+    let mut p =
+        Pipeline::<'_, 4, 1, 16>::with_capacity(&mut buf, Config::new().policy(Policy::Monitor));
+    let mut log = Log::default();
+    p.push(&stream, &mut log).unwrap();
+    let s = p.finish(&mut log).unwrap();
+    // m1 never opened: its CONTENT is a violation and RUN_FINISHED is fine.
+    assert_eq!(
+        log.violations,
+        [
+            (ErrorKind::Capacity(Capacity::Owners), 3),
+            (
+                ErrorKind::Verify {
+                    event: EventType::TextMessageContent,
+                    rule: Rule::NotOpen(Entity::TextMessage),
+                },
+                4
+            ),
+        ]
+    );
+    assert_eq!(log.events.last().map(String::as_str), Some("RUN_FINISHED"));
+    assert_eq!(s.run, RunPhase::Finished);
+}
+
+// ------------------------------------------------ 10. a million events
+
+#[test]
+fn a_million_tiny_events_through_a_one_kib_buffer() {
+    const EVENTS: usize = 1_000_000;
+    const BUFFER: usize = 1024;
+    const PUSH: usize = 4096;
+    // Groups of ten frames: a text message over one of four ids, with seven
+    // RAW events (the cheapest event to check) inside it.
+    let ids = ["a", "b", "c", "d"];
+    let raw = frame(r#"{"type":"RAW","event":0}"#);
+    let groups: Vec<Vec<u8>> = ids
+        .iter()
+        .map(|id| {
+            let mut g = frame(&start(id));
+            g.extend_from_slice(&frame(&format!(
+                r#"{{"type":"TEXT_MESSAGE_CONTENT","messageId":"{id}","delta":"x"}}"#
+            )));
+            for _ in 0..7 {
+                g.extend_from_slice(&raw);
+            }
+            g.extend_from_slice(&frame(&end(id)));
+            g
+        })
+        .collect();
+    let mut stream = Vec::with_capacity(EVENTS * 40);
+    stream.extend_from_slice(&frame(RUN_STARTED));
+    for i in 0..EVENTS / 10 {
+        stream.extend_from_slice(&groups[i % ids.len()]);
+    }
+    stream.extend_from_slice(&frame(RUN_FINISHED));
+
+    let mut buf = [0u8; BUFFER];
+    let mut pipeline = Pipeline::new(&mut buf, Config::new());
+    let mut delivered = 0u64;
+    let mut texts = 0u64;
+    let mut sink = |ev: &Event<'_>, f: &FrameInfo| {
+        // One event per frame, in order.
+        assert_eq!(f.index, delivered);
+        delivered += 1;
+        if ev.event_type() != EventType::Raw {
+            texts += 1;
+        }
+    };
+    for piece in stream.chunks(PUSH) {
+        pipeline.push(piece, &mut sink).unwrap();
+    }
+    let s = pipeline.finish(&mut sink).unwrap();
+    drop(pipeline);
+    assert_eq!(buf.len(), BUFFER, "no frame buffer but our 1 KiB");
+    assert_eq!(delivered, EVENTS as u64 + 2);
+    assert_eq!(texts, 3 * EVENTS as u64 / 10 + 2);
+    assert_eq!(s.events, EVENTS as u64 + 2);
+    assert_eq!(s.frames, EVENTS as u64 + 2);
+    assert_eq!(s.bytes, stream.len() as u64);
+    assert!(s.is_complete());
+}
+
+// ------------------------------------------------ framing noise only
+
+fn assert_silent(stream: &[u8], what: &str) {
+    // No frame is ever dispatched, so the dialect does not matter.
+    for chunk in [0, 1, 4096] {
+        // A tiny buffer: nothing here may need one.
+        let out = run_with::<4, 4, 16>(stream, Config::new(), 8, chunk);
+        let s = out.ok();
+        assert!(out.events.is_empty(), "{what}");
+        assert_eq!((s.frames, s.events), (0, 0), "{what} (pushes of {chunk})");
+        assert_eq!(s.bytes, stream.len() as u64, "{what}");
+        assert_eq!(s.run, RunPhase::NotStarted, "{what}");
+        assert!(!s.unterminated_frame, "{what}");
+    }
+}
+
+#[test]
+fn streams_of_only_framing_noise_are_empty() {
+    const N: usize = 100_000;
+    assert_silent(&vec![b'\r'; N], "CR bytes");
+    assert_silent(&vec![b'\n'; N], "blank lines");
+    assert_silent(&b"\r\n".repeat(N), "CRLF blank lines");
+    assert_silent(&b":\n".repeat(N), "':' comment lines");
+    assert_silent(&b": keep-alive\r\n".repeat(N), "comments with CRLF");
+    assert_silent(
+        &b"event: x\nid: 1\nretry: 5\n".repeat(N / 3),
+        "fields, no data",
+    );
+    assert_silent(b"\xEF\xBB\xBF", "BOM only");
+    assert_silent(b"\xEF\xBB", "half a BOM");
+    assert_silent(b"\xEF\xBB\xBF\xEF\xBB\xBF\n", "two BOMs");
+    assert_silent(b"\xEF\xBB\xBF\n\n\r\r\n:\n", "BOM and blank lines");
+    assert_silent(b"", "nothing");
+    // One huge line of each ignored kind, through an 8-byte buffer.
+    let huge = |head: &[u8]| {
+        let mut v = head.to_vec();
+        v.resize(head.len() + TEN_MB, b'x');
+        v.push(b'\n');
+        v
+    };
+    for head in [&b":"[..], b"event: ", b"id: ", b"unknown: ", b"dat"] {
+        let stream = huge(head);
+        let out = run_with::<4, 4, 16>(&stream, Config::new(), 8, 64 * 1024);
+        let s = out.ok();
+        assert_eq!(
+            (s.frames, s.events),
+            (0, 0),
+            "{:?}",
+            String::from_utf8_lossy(head)
+        );
+    }
+}
