@@ -1118,6 +1118,7 @@ mod tests {
     ];
 
     #[test]
+    #[cfg_attr(miri, ignore = "thousands of streams: too slow under miri")]
     fn split_invariance() {
         for (n, s) in SAMPLES.iter().enumerate() {
             let whole = run1(s);
@@ -1250,6 +1251,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "thousands of streams: too slow under miri")]
     fn matches_reference_on_generated_streams() {
         const TOKENS: &[&[u8]] = &[
             b"data",
