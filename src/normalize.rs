@@ -251,15 +251,21 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
             }
             _ => {
                 // V0 passes unknown members through, so even events whose
-                // schema has no subagentRunId close the lane it names.
-                let owner = event.subagent_run_id().or_else(|| {
-                    event
-                        .object()
-                        .and_then(|o| o.get(Key::SubagentRunId.as_str()))
-                        .and_then(|v| v.as_str())
-                        .filter(|_| self.dialect == Dialect::V0)
-                });
-                self.close_owner(owner, emit)?;
+                // schema has no subagentRunId close the lane it names: a
+                // string names a lane, null the parent's, anything else none.
+                let passthrough = event
+                    .object()
+                    .filter(|_| self.dialect == Dialect::V0 && event.subagent_run_id().is_none())
+                    .and_then(|o| o.get(Key::SubagentRunId.as_str()));
+                match passthrough {
+                    Some(tag) if tag.is_null() => self.close_owner(None, emit)?,
+                    Some(tag) => {
+                        if let Some(tag) = tag.as_str() {
+                            self.close_owner(Some(tag), emit)?;
+                        }
+                    }
+                    None => self.close_owner(event.subagent_run_id(), emit)?,
+                }
             }
         }
         emit(event).map_err(Stop::Downstream)

@@ -188,8 +188,13 @@ pub struct Verifier<const N: usize, const O: usize, const L: usize> {
     dialect: Dialect,
     open: IdTable<Open, N, L>,
     owners: IdTable<Owned, O, L>,
-    /// Subagent ids owners and steps point at; indices stay valid for the run.
-    names: IdTable<(), N, L>,
+    /// Subagent ids owners and steps point at; indices stay valid for the
+    /// run. Each records its rank among step owners (see `touch_step_owner`).
+    names: IdTable<Option<u16>, N, L>,
+    /// The parent agent's rank among step owners.
+    parent_step_rank: Option<u16>,
+    /// Step owners ranked so far in this run.
+    step_owners: u16,
     first_event: bool,
     run_started: bool,
     run_finished: bool,
@@ -226,6 +231,8 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
             open: IdTable::new(),
             owners: IdTable::new(),
             names: IdTable::new(),
+            parent_step_rank: None,
+            step_owners: 0,
             first_event: false,
             run_started: false,
             run_finished: false,
@@ -293,6 +300,8 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
         self.open.clear();
         self.owners.clear();
         self.names.clear();
+        self.parent_step_rank = None;
+        self.step_owners = 0;
         self.run_finished = false;
         self.run_error = false;
         self.run_started = true;
@@ -303,14 +312,14 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
     /// The index naming subagent `tag`, interning it.
     fn intern(&mut self, tag: Option<JsonStr<'_>>) -> Result<Option<u16>, VerifyError> {
         let Some(tag) = tag else { return Ok(None) };
-        let i = match self.names.find((), tag) {
+        let i = match self.names.find_where(tag, |_| true) {
             Some(i) => i,
             None => self
                 .names
                 .push(
                     tag,
                     Entry {
-                        kind: (),
+                        kind: None,
                         owner: None,
                     },
                 )
@@ -410,6 +419,52 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
             .push(id, Entry { kind, owner })
             .map(|_| ())
             .map_err(|f| full(f, VerifyCapacity::OpenIds))
+    }
+
+    /// The reference keeps open steps per owner, in the order owners were
+    /// first asked about in the run; its messages list them in that order.
+    fn touch_step_owner(&mut self, owner: Option<u16>) {
+        let rank = Some(self.step_owners);
+        match owner {
+            None if self.parent_step_rank.is_none() => self.parent_step_rank = rank,
+            Some(i)
+                if self
+                    .names
+                    .get(usize::from(i))
+                    .is_some_and(|(_, e)| e.kind.is_none()) =>
+            {
+                self.names.set_entry(
+                    usize::from(i),
+                    Entry {
+                        kind: rank,
+                        owner: None,
+                    },
+                );
+            }
+            _ => return,
+        }
+        self.step_owners = self.step_owners.saturating_add(1);
+    }
+
+    /// Step owners in the reference's order.
+    fn step_owners(&self) -> impl Iterator<Item = Option<u16>> + '_ {
+        (0..self.step_owners).filter_map(move |rank| {
+            if self.parent_step_rank == Some(rank) {
+                return Some(None);
+            }
+            let i = self.names.iter().position(|(_, e)| e.kind == Some(rank))?;
+            Some(u16::try_from(i).ok())
+        })
+    }
+
+    /// The open steps in the reference's order: by owner, then by start.
+    fn open_steps(&self) -> impl Iterator<Item = (JsonStr<'_>, Option<u16>)> + '_ {
+        self.step_owners().flat_map(move |owner| {
+            self.open
+                .iter()
+                .filter(move |(_, e)| e.kind == Open::Entity(Entity::Step) && e.owner == owner)
+                .map(|(s, e)| (s.text(), e.owner))
+        })
     }
 
     /// Position of the open step `name` owned by `tag`.
@@ -514,6 +569,8 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
             }
             T::StepStarted => {
                 let name = event.step_name().unwrap_or(EMPTY);
+                let owner = self.intern(tag)?;
+                self.touch_step_owner(owner);
                 if self.find_step(name, tag).is_some() {
                     return self.reject(
                         event,
@@ -522,17 +579,17 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                         [Some(name), tag, None, None],
                     );
                 }
-                let owner = self.intern(tag)?;
                 self.push_open(Open::Entity(Entity::Step), name, owner)?;
             }
             T::StepFinished => {
                 let name = event.step_name().unwrap_or(EMPTY);
+                let owner = self.intern(tag)?;
+                self.touch_step_owner(owner);
                 let Some(i) = self.find_step(name, tag) else {
                     let other = self
-                        .open
-                        .iter()
-                        .find(|(s, e)| e.kind == Open::Entity(Entity::Step) && s.text() == name)
-                        .map(|(_, e)| e.owner);
+                        .open_steps()
+                        .find(|&(s, o)| s == name && !self.same_owner(o, tag))
+                        .map(|(_, o)| o);
                     return match other {
                         Some(o) => {
                             let other = self.name(o).and_then(|s| StoredStr::<L>::new(s).ok());
@@ -861,7 +918,9 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                 Owned::Message
             };
             self.set_owner(bucket, id, owner, authoritative)?;
-            let Some(calls) = msg.get("toolCalls").filter(|v| v.kind() == JsonKind::Array) else {
+            // Only the assistant schema has toolCalls; the others strip it.
+            let calls = msg.get("toolCalls").filter(|v| v.kind() == JsonKind::Array);
+            let Some(calls) = calls.filter(|_| role.eq_str("assistant")) else {
                 continue;
             };
             for call in calls.elements() {
@@ -973,18 +1032,22 @@ impl<const N: usize, const O: usize, const L: usize> fmt::Display for Describe<'
             ),
             Rule::OpenAtRunFinished(kind) => {
                 write!(f, "Cannot send 'RUN_FINISHED' while {} are still active: ", kind.plural())?;
-                for (i, (id, e)) in v
-                    .open
-                    .iter()
-                    .filter(|(_, e)| e.kind == Open::Entity(kind))
-                    .enumerate()
-                {
-                    if i > 0 {
-                        f.write_str(", ")?;
+                let mut sep = "";
+                let mut item = |id: JsonStr<'_>, owner: Option<u16>| -> fmt::Result {
+                    write!(f, "{sep}{id}")?;
+                    sep = ", ";
+                    match v.name(owner) {
+                        Some(o) => write!(f, " (subagent '{o}')"),
+                        None => Ok(()),
                     }
-                    write!(f, "{}", id.text())?;
-                    if let Some(o) = v.name(e.owner) {
-                        write!(f, " (subagent '{o}')")?;
+                };
+                if kind == Entity::Step {
+                    for (id, owner) in v.open_steps() {
+                        item(id, owner)?;
+                    }
+                } else {
+                    for (id, e) in v.open.iter().filter(|(_, e)| e.kind == Open::Entity(kind)) {
+                        item(id.text(), e.owner)?;
                     }
                 }
                 Ok(())
