@@ -2,13 +2,15 @@
 //!
 //! ```text
 //! agui check [--dialect v1|v0] [--chunk N] [--buffer N] FILE|-
+//! agui count [--dialect v1|v0] [--chunk N] [--buffer N] FILE|-
 //! ```
 //!
 //! `check` prints one canonical JSON line per event that passes, then a
 //! result line — exactly the reference oracle's output contract
 //! (`{"result":"ok"}` or `{"result":"error","index":N,"stage":"S","message":"M"}`).
 //! The input is pushed in pieces of `--chunk` bytes (default 65536); any
-//! size gives the same output. A summary goes to stderr.
+//! size gives the same output. A summary goes to stderr. `count` runs the
+//! same pipeline but only counts events per type and prints the verdict.
 
 mod canon;
 
@@ -25,7 +27,7 @@ struct Options {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: agui check [--dialect v1|v0] [--chunk N] [--buffer N] FILE|-");
+    eprintln!("usage: agui check|count [--dialect v1|v0] [--chunk N] [--buffer N] FILE|-");
     ExitCode::from(2)
 }
 
@@ -165,6 +167,43 @@ fn report(pipeline: &Pipeline, s: &agui_stream::Summary) {
     }
 }
 
+/// `count`: the full pipeline with a sink that only counts, for measuring
+/// the whole-process cost against other tools.
+fn count(o: &Options) -> std::io::Result<()> {
+    let input = read_input(&o.file)?;
+    let mut buffer = vec![0u8; o.buffer];
+    let mut pipeline = Pipeline::new(&mut buffer, Config::new().dialect(o.dialect));
+    let mut counts = [0u64; agui_stream::EventType::ALL.len()];
+    let mut sink = |ev: &Event<'_>, _: &FrameInfo| {
+        if let Some(n) = counts.get_mut(ev.event_type() as usize) {
+            *n += 1;
+        }
+    };
+    let start = std::time::Instant::now();
+    let verdict = input
+        .chunks(o.chunk)
+        .try_for_each(|piece| pipeline.push(piece, &mut sink))
+        .and_then(|()| pipeline.finish(&mut sink));
+    let elapsed = start.elapsed();
+    for (ty, n) in agui_stream::EventType::ALL.iter().zip(counts) {
+        if n > 0 {
+            println!("{ty}\t{n}");
+        }
+    }
+    match verdict {
+        Ok(s) => println!("verdict\tok ({} frames, {} events)", s.frames, s.events),
+        Err(e) => println!("verdict\terror at frame {} ({}): {}", e.frame, e.stage.as_str(), pipeline.message(&e)),
+    }
+    let secs = elapsed.as_secs_f64();
+    eprintln!(
+        "agui: {} bytes in {:.1} ms: {:.0} MB/s",
+        input.len(),
+        secs * 1e3,
+        input.len() as f64 / 1e6 / secs
+    );
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some((cmd, rest)) = args.split_first() else {
@@ -175,6 +214,7 @@ fn main() -> ExitCode {
     };
     let run = match cmd.as_str() {
         "check" => check(&options),
+        "count" => count(&options),
         _ => return usage(),
     };
     match run {
