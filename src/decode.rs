@@ -5,7 +5,7 @@ use core::fmt;
 use crate::error::Capacity;
 use crate::event::Event;
 use crate::event_type::{EventType, KEY_COUNT, Key};
-use crate::json::{JsonError, JsonKind, Limits, RawJson};
+use crate::json::{self, JsonError, JsonKind, Limits, MemberSpan, RawJson};
 use crate::schema::{self, Dialect, Fault, SchemaError, SchemaProblem, Site, Verdict};
 use crate::string::JsonStr;
 
@@ -73,15 +73,28 @@ pub fn decode(
     dialect: Dialect,
     limits: Limits,
 ) -> Result<Option<Event<'_>>, DecodeError> {
-    let root = RawJson::parse(payload, limits).map_err(DecodeError::Json)?;
-    decode_value(root, dialect)
+    // Validation records where the root's members lie, so they are not
+    // walked a second time; objects with more members fall back to a walk.
+    let mut spans = [MemberSpan::default(); MAX_RECORDED_MEMBERS];
+    let recorded =
+        json::validate_members(payload, limits, &mut spans).map_err(DecodeError::Json)?;
+    let root = RawJson::trusted(payload);
+    let spans = recorded.and_then(|n| spans.get(..n));
+    decode_value(root, payload, spans, dialect)
 }
 
-/// [`decode`] for a value already validated as JSON.
-pub(crate) fn decode_value(
-    root: RawJson<'_>,
+/// Members of the root object that validation records (an AG-UI event has
+/// a dozen at most; beyond this they are walked again).
+const MAX_RECORDED_MEMBERS: usize = 24;
+
+/// [`decode`] for a value already validated as JSON, with its root members'
+/// positions in `payload` if they were recorded.
+fn decode_value<'a>(
+    root: RawJson<'a>,
+    payload: &'a [u8],
+    spans: Option<&[MemberSpan]>,
     dialect: Dialect,
-) -> Result<Option<Event<'_>>, DecodeError> {
+) -> Result<Option<Event<'a>>, DecodeError> {
     let schema_err = |event, object, field, problem| {
         DecodeError::Schema(SchemaError {
             event,
@@ -95,10 +108,17 @@ pub(crate) fn decode_value(
     }
     // One pass over the members: the last value of each known name.
     let mut values = [None; KEY_COUNT];
-    for (name, value) in root.members() {
+    let mut record = |name, value| {
         if let Some(slot) = key_of(name).and_then(|k| values.get_mut(k as usize)) {
             *slot = Some(value);
         }
+    };
+    match spans {
+        Some(spans) => spans.iter().for_each(|s| {
+            let (name, value) = s.read(payload);
+            record(name, value);
+        }),
+        None => root.members().for_each(|(name, value)| record(name, value)),
     }
     let type_value = values
         .get(Key::Type as usize)

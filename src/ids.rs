@@ -78,7 +78,8 @@ pub(crate) struct Entry<K> {
 /// first by length.
 #[derive(Clone, Debug)]
 pub(crate) struct IdTable<K: Copy, const N: usize, const L: usize> {
-    ids: heapless::Vec<(StoredStr<L>, Entry<K>), N>,
+    /// Each id with its entry and the hash of its decoded text.
+    ids: heapless::Vec<(StoredStr<L>, Entry<K>, u32), N>,
 }
 
 /// The table is full or the id is too long.
@@ -107,24 +108,26 @@ impl<K: Copy + PartialEq, const N: usize, const L: usize> IdTable<K, N, L> {
 
     /// Position of `id` with kind `kind`.
     pub(crate) fn find(&self, kind: K, id: JsonStr<'_>) -> Option<usize> {
-        self.ids
-            .iter()
-            .position(|(s, e)| e.kind == kind && s.text() == id)
+        self.find_where(id, |k| k == kind)
     }
 
     /// Position of `id` of any kind matching `pred`.
     pub(crate) fn find_where(&self, id: JsonStr<'_>, pred: impl Fn(K) -> bool) -> Option<usize> {
+        if self.ids.is_empty() {
+            return None;
+        }
+        let hash = id.text_hash();
         self.ids
             .iter()
-            .position(|(s, e)| pred(e.kind) && s.text() == id)
+            .position(|(s, e, h)| *h == hash && pred(e.kind) && s.text() == id)
     }
 
     pub(crate) fn get(&self, i: usize) -> Option<(&StoredStr<L>, Entry<K>)> {
-        self.ids.get(i).map(|(s, e)| (s, *e))
+        self.ids.get(i).map(|(s, e, _)| (s, *e))
     }
 
     pub(crate) fn set_entry(&mut self, i: usize, entry: Entry<K>) {
-        if let Some((_, e)) = self.ids.get_mut(i) {
+        if let Some((_, e, _)) = self.ids.get_mut(i) {
             *e = entry;
         }
     }
@@ -132,7 +135,9 @@ impl<K: Copy + PartialEq, const N: usize, const L: usize> IdTable<K, N, L> {
     /// Appends `id`; returns its position.
     pub(crate) fn push(&mut self, id: JsonStr<'_>, entry: Entry<K>) -> Result<usize, Full> {
         let s = StoredStr::new(id)?;
-        self.ids.push((s, entry)).map_err(|_| Full::Entries)?;
+        self.ids
+            .push((s, entry, id.text_hash()))
+            .map_err(|_| Full::Entries)?;
         Ok(self.ids.len().saturating_sub(1))
     }
 
@@ -164,7 +169,7 @@ impl<K: Copy + PartialEq, const N: usize, const L: usize> IdTable<K, N, L> {
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&StoredStr<L>, Entry<K>)> {
-        self.ids.iter().map(|(s, e)| (s, *e))
+        self.ids.iter().map(|(s, e, _)| (s, *e))
     }
 }
 

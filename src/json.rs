@@ -183,6 +183,63 @@ fn skip_ws(src: &[u8], mut i: usize) -> usize {
 /// assert!(validate(br#"{"a":01}"#, Limits::new()).is_err());
 /// ```
 pub fn validate(src: &[u8], limits: Limits) -> Result<(), JsonError> {
+    validate_inner(src, limits, &mut |_, _| {})
+}
+
+/// Where one member of the root object lies: its key's escaped bytes and
+/// its value's bytes, as offsets into the text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct MemberSpan {
+    key: (u32, u32),
+    value: (u32, u32),
+}
+
+impl MemberSpan {
+    /// The member, read out of the text it was recorded in.
+    pub(crate) fn read<'a>(&self, src: &'a [u8]) -> (JsonStr<'a>, RawJson<'a>) {
+        let slice = |(a, b): (u32, u32)| src.get(a as usize..b as usize).unwrap_or_default();
+        (
+            JsonStr::from_escaped(slice(self.key)),
+            RawJson {
+                bytes: slice(self.value),
+            },
+        )
+    }
+}
+
+/// Validates like [`validate`] and records where the root object's members
+/// lie, so a decoder need not walk them again. Returns how many were
+/// recorded, or `None` if the root is not an object or has more members
+/// than `spans` holds.
+pub(crate) fn validate_members(
+    src: &[u8],
+    limits: Limits,
+    spans: &mut [MemberSpan],
+) -> Result<Option<usize>, JsonError> {
+    let mut count = 0usize;
+    let mut fits = u32::try_from(src.len()).is_ok();
+    validate_inner(src, limits, &mut |key, value| {
+        let span = MemberSpan {
+            key: (key.0 as u32, key.1 as u32),
+            value: (value.0 as u32, value.1 as u32),
+        };
+        match spans.get_mut(count) {
+            Some(slot) => *slot = span,
+            None => fits = false,
+        }
+        count += 1;
+    })?;
+    let root_is_object = src.get(skip_ws(src, 0)) == Some(&b'{');
+    Ok((fits && root_is_object).then_some(count))
+}
+
+/// The validator; calls `member(key, value)` with the byte ranges of each
+/// member of a root object.
+fn validate_inner(
+    src: &[u8],
+    limits: Limits,
+    member: &mut impl FnMut((usize, usize), (usize, usize)),
+) -> Result<(), JsonError> {
     crate::work::add(src.len());
     let max_depth = limits.max_depth.min(MAX_DEPTH);
     let mut stack = BitStack {
@@ -191,6 +248,10 @@ pub fn validate(src: &[u8], limits: Limits) -> Result<(), JsonError> {
     };
     let err = |kind, offset| Err(JsonError { kind, offset });
     let mut i = skip_ws(src, 0);
+    let root_is_object = src.get(i) == Some(&b'{');
+    // The root member being read: its key's range and its value's start.
+    let mut key = (0, 0);
+    let mut value_start = 0;
     'value: loop {
         // A value starts at `i`.
         let Some(&b) = src.get(i) else {
@@ -207,7 +268,11 @@ pub fn validate(src: &[u8], limits: Limits) -> Result<(), JsonError> {
                     stack.pop();
                     i += 1;
                 } else if b == b'{' {
-                    i = object_key(src, i)?;
+                    let (k, v) = object_key(src, i)?;
+                    if stack.depth == 1 {
+                        (key, value_start) = (k, v);
+                    }
+                    i = v;
                     continue 'value;
                 } else {
                     continue 'value;
@@ -220,8 +285,12 @@ pub fn validate(src: &[u8], limits: Limits) -> Result<(), JsonError> {
             b'-' | b'0'..=b'9' => i = number_end(src, i)?,
             other => return err(JsonErrorKind::UnexpectedToken(other), i),
         }
-        // After a complete value: close containers or move to the next one.
+        // After a complete value (ending at `i`): close containers or move
+        // to the next value.
         loop {
+            if stack.depth == 1 && root_is_object {
+                member(key, (value_start, i));
+            }
             i = skip_ws(src, i);
             let Some(in_object) = stack.top() else {
                 break 'value;
@@ -231,7 +300,11 @@ pub fn validate(src: &[u8], limits: Limits) -> Result<(), JsonError> {
                 Some(b',') => {
                     i = skip_ws(src, i + 1);
                     if in_object {
-                        i = object_key(src, i)?;
+                        let (k, v) = object_key(src, i)?;
+                        if stack.depth == 1 {
+                            (key, value_start) = (k, v);
+                        }
+                        i = v;
                     }
                     continue 'value;
                 }
@@ -253,8 +326,9 @@ pub fn validate(src: &[u8], limits: Limits) -> Result<(), JsonError> {
     Ok(())
 }
 
-/// Parses `"key"` `:` at `i` and returns the position of the value after it.
-fn object_key(src: &[u8], i: usize) -> Result<usize, JsonError> {
+/// Parses `"key"` `:` at `i`; returns the key's escaped range (inside the
+/// quotes) and the position of the value after the colon.
+fn object_key(src: &[u8], i: usize) -> Result<((usize, usize), usize), JsonError> {
     match src.get(i) {
         Some(b'"') => {}
         Some(&other) => {
@@ -270,9 +344,11 @@ fn object_key(src: &[u8], i: usize) -> Result<usize, JsonError> {
             });
         }
     }
-    let i = skip_ws(src, string_end(src, i)?);
+    let end = string_end(src, i)?;
+    let key = (i + 1, end - 1);
+    let i = skip_ws(src, end);
     match src.get(i) {
-        Some(b':') => Ok(skip_ws(src, i + 1)),
+        Some(b':') => Ok((key, skip_ws(src, i + 1))),
         Some(&other) => Err(JsonError {
             kind: JsonErrorKind::UnexpectedToken(other),
             offset: i,
@@ -310,30 +386,23 @@ fn literal(src: &[u8], i: usize, word: &[u8]) -> Result<usize, JsonError> {
 fn string_end(src: &[u8], i: usize) -> Result<usize, JsonError> {
     let mut j = i + 1;
     loop {
-        // Jump to the next quote or backslash; check the run for controls.
-        let rest = src.get(j..).unwrap_or_default();
-        let Some(k) = memchr::memchr2(b'"', b'\\', rest) else {
-            if let Some(c) = rest.iter().position(|&b| b < 0x20) {
+        // Jump to the next quote, backslash or control character.
+        j = special_byte(src, j, true);
+        match src.get(j) {
+            None => {
                 return Err(JsonError {
-                    kind: JsonErrorKind::ControlCharacter,
-                    offset: j + c,
+                    kind: JsonErrorKind::UnexpectedEnd,
+                    offset: src.len(),
                 });
             }
-            return Err(JsonError {
-                kind: JsonErrorKind::UnexpectedEnd,
-                offset: src.len(),
-            });
-        };
-        if let Some(c) = rest
-            .get(..k)
-            .and_then(|run| run.iter().position(|&b| b < 0x20))
-        {
-            return Err(JsonError {
-                kind: JsonErrorKind::ControlCharacter,
-                offset: j + c,
-            });
+            Some(&b) if b < 0x20 => {
+                return Err(JsonError {
+                    kind: JsonErrorKind::ControlCharacter,
+                    offset: j,
+                });
+            }
+            _ => {}
         }
-        j += k;
         if src.get(j) == Some(&b'"') {
             return Ok(j + 1);
         }
@@ -607,18 +676,50 @@ impl<'a> RawJson<'a> {
     }
 }
 
+/// Position of the first byte at or after `j` that is a quote, a backslash
+/// or (with `controls`) below 0x20; `src.len()` if none.
+///
+/// Strings in AG-UI traffic are short (ids, deltas of a few characters), so
+/// a call into a vectorized search costs more than it saves; this tests
+/// eight bytes at a time in a `u64` instead (SWAR). The classic zero-byte
+/// test can flag bytes above a real hit, never below it, so the lowest flag
+/// is exact.
+#[inline]
+fn special_byte(src: &[u8], mut j: usize, controls: bool) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    while let Some(chunk) = src.get(j..j + 8) {
+        let w = u64::from_le_bytes(<[u8; 8]>::try_from(chunk).unwrap_or([0; 8]));
+        let mut hits =
+            zero_byte(w ^ (ONES * u64::from(b'"'))) | zero_byte(w ^ (ONES * u64::from(b'\\')));
+        if controls {
+            hits |= w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+        }
+        if hits != 0 {
+            return j + (hits.trailing_zeros() / 8) as usize;
+        }
+        j += 8;
+    }
+    while let Some(&b) = src.get(j) {
+        if b == b'"' || b == b'\\' || (controls && b < 0x20) {
+            return j;
+        }
+        j += 1;
+    }
+    j
+}
+
 /// Position after the string whose opening quote is at `i` (validated input).
 fn skip_string(src: &[u8], i: usize) -> usize {
     let mut j = i + 1;
     let end = loop {
-        let Some(k) = src.get(j..).and_then(|r| memchr::memchr2(b'"', b'\\', r)) else {
-            break src.len();
-        };
-        j += k;
-        if src.get(j) == Some(&b'"') {
-            break j + 1;
+        j = special_byte(src, j, false);
+        match src.get(j) {
+            None => break src.len(),
+            Some(b'"') => break j + 1,
+            Some(_) => j += 2,
         }
-        j += 2;
     };
     crate::work::add(end.saturating_sub(i));
     end

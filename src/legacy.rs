@@ -111,9 +111,10 @@ impl Translator {
         id
     }
 
-    /// Translates a THINKING_* event; passes anything else through. The
-    /// result borrows from `event` and from the translator.
-    pub fn translate<'s, 'e: 's>(&'s mut self, event: &Event<'e>) -> Event<'s> {
+    /// Translates a THINKING_* event (`None` for any other type, which
+    /// passes unchanged). The result borrows from `event` and from the
+    /// translator.
+    pub fn translate<'s, 'e: 's>(&'s mut self, event: &Event<'e>) -> Option<Event<'s>> {
         use EventType as T;
         let ty = event.event_type();
         if ty == T::RunStarted {
@@ -151,7 +152,7 @@ impl Translator {
                 };
                 (T::ReasoningEnd, Some(&self.orphan))
             }
-            _ => return *event,
+            _ => return None,
         };
         let mut out = Event::empty(new_type, event.dialect(), None);
         for key in [
@@ -167,7 +168,7 @@ impl Translator {
         if new_type == T::ReasoningMessageStart {
             out.set(Key::Role, Some(REASONING_ROLE));
         }
-        out
+        Some(out)
     }
 }
 
@@ -185,38 +186,48 @@ mod tests {
     #[test]
     fn deterministic_sequence_matches_the_oracle() {
         let mut t = Translator::new(Minting::Deterministic);
-        let start = t.translate(&ev(r#"{"type":"THINKING_START","title":"x"}"#));
+        let start = t
+            .translate(&ev(r#"{"type":"THINKING_START","title":"x"}"#))
+            .unwrap();
         assert_eq!(start.event_type(), EventType::ReasoningStart);
         assert_eq!(
             start.message_id().unwrap().raw(),
             b"00000000-0000-4000-8000-000000000001"
         );
-        let m = t.translate(&ev(r#"{"type":"THINKING_TEXT_MESSAGE_START"}"#));
+        let m = t
+            .translate(&ev(r#"{"type":"THINKING_TEXT_MESSAGE_START"}"#))
+            .unwrap();
         assert_eq!(m.role().unwrap().raw(), b"reasoning");
         assert!(
             m.message_id()
                 .unwrap()
                 .eq_str("00000000-0000-4000-8000-000000000002")
         );
-        let c = t.translate(&ev(
-            r#"{"type":"THINKING_TEXT_MESSAGE_CONTENT","delta":"d"}"#,
-        ));
+        let c = t
+            .translate(&ev(
+                r#"{"type":"THINKING_TEXT_MESSAGE_CONTENT","delta":"d"}"#,
+            ))
+            .unwrap();
         assert!(
             c.message_id()
                 .unwrap()
                 .eq_str("00000000-0000-4000-8000-000000000002")
         );
         assert!(c.delta().unwrap().eq_str("d"));
-        let _ = t.translate(&ev(r#"{"type":"THINKING_TEXT_MESSAGE_END"}"#));
+        let _ = t
+            .translate(&ev(r#"{"type":"THINKING_TEXT_MESSAGE_END"}"#))
+            .unwrap();
         // A continuation with no opener gets an id of its own, not kept.
-        let orphan = t.translate(&ev(r#"{"type":"THINKING_TEXT_MESSAGE_END"}"#));
+        let orphan = t
+            .translate(&ev(r#"{"type":"THINKING_TEXT_MESSAGE_END"}"#))
+            .unwrap();
         assert!(
             orphan
                 .message_id()
                 .unwrap()
                 .eq_str("00000000-0000-4000-8000-000000000003")
         );
-        let end = t.translate(&ev(r#"{"type":"THINKING_END"}"#));
+        let end = t.translate(&ev(r#"{"type":"THINKING_END"}"#)).unwrap();
         assert!(
             end.message_id()
                 .unwrap()
@@ -227,16 +238,24 @@ mod tests {
     #[test]
     fn per_run_ids_differ_between_runs() {
         let mut t = Translator::new(Minting::PerRun);
-        let _ = t.translate(&ev(r#"{"type":"RUN_STARTED","threadId":"t","runId":"r1"}"#));
+        assert!(
+            t.translate(&ev(r#"{"type":"RUN_STARTED","threadId":"t","runId":"r1"}"#))
+                .is_none()
+        );
         let mut a = [0u8; 36];
         let id = t
             .translate(&ev(r#"{"type":"THINKING_START"}"#))
+            .unwrap()
             .message_id()
             .unwrap();
         a.copy_from_slice(id.raw());
-        let _ = t.translate(&ev(r#"{"type":"RUN_STARTED","threadId":"t","runId":"r2"}"#));
+        assert!(
+            t.translate(&ev(r#"{"type":"RUN_STARTED","threadId":"t","runId":"r2"}"#))
+                .is_none()
+        );
         let b = t
             .translate(&ev(r#"{"type":"THINKING_START"}"#))
+            .unwrap()
             .message_id()
             .unwrap();
         assert_eq!(b.raw().len(), 36);

@@ -3,10 +3,10 @@
 
 use core::fmt;
 
-use crate::decode::{DecodeError, decode_value};
+use crate::decode::decode;
 use crate::error::{Capacity, Error, ErrorKind, Stage};
 use crate::event::Event;
-use crate::json::{Limits, RawJson};
+use crate::json::Limits;
 use crate::legacy::{Minting, Translator};
 use crate::normalize::{Normalizer, Stop};
 use crate::schema::Dialect;
@@ -426,9 +426,8 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> Stages<'_, OPE
                 frame.payload_offset,
             )
         };
-        let decoded = RawJson::parse(frame.payload, self.config.limits)
-            .map_err(|j| decode_error(DecodeError::Json(j)))
-            .and_then(|root| decode_value(root, self.config.dialect).map_err(decode_error));
+        let decoded =
+            decode(frame.payload, self.config.dialect, self.config.limits).map_err(decode_error);
         let event = match decoded {
             Ok(Some(event)) => event,
             Ok(None) => return Ok(()),
@@ -439,10 +438,11 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> Stages<'_, OPE
             }
             Err(e) => return Err(e),
         };
-        let event = match self.config.dialect {
+        let translated = match self.config.dialect {
             Dialect::V1 => self.translator.translate(&event),
-            Dialect::V0 => event,
+            Dialect::V0 => None,
         };
+        let event = translated.as_ref().unwrap_or(&event);
         let mut info = FrameInfo {
             index: frame.index,
             start: frame.start,
@@ -452,7 +452,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> Stages<'_, OPE
         };
         let verifier = &mut *self.verifier;
         let (events, violations) = (&mut *self.events, &mut *self.violations);
-        let result = self.normalizer.process(&event, |out| {
+        let result = self.normalizer.process(event, |out| {
             // Synthesized events are fresh values; the input event itself
             // passes through by copy, so compare what they are, not where.
             info.original = out.event_type() == event.event_type() && out.object().is_some();

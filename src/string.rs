@@ -196,6 +196,23 @@ fn is_plain_ascii(raw: &[u8]) -> bool {
     raw.is_ascii() && memchr::memchr(b'\\', raw).is_none()
 }
 
+impl JsonStr<'_> {
+    /// A hash of the decoded text (FNV-1a over code points): equal texts,
+    /// however spelled, hash equal. For quick rejection in id tables.
+    pub(crate) fn text_hash(&self) -> u32 {
+        const PRIME: u32 = 0x0100_0193;
+        let step = |h: u32, b: u8| (h ^ u32::from(b)).wrapping_mul(PRIME);
+        if is_plain_ascii(self.raw) {
+            return self.raw.iter().fold(0x811c_9dc5, |h, &b| step(h, b));
+        }
+        self.chars()
+            .fold(0x811c_9dc5, |h, c| match u8::try_from(c) {
+                Ok(b) if b < 0x80 => step(h, b),
+                _ => c.to_le_bytes().into_iter().fold(step(h, 0xFF), step),
+            })
+    }
+}
+
 impl PartialEq for JsonStr<'_> {
     fn eq(&self, other: &Self) -> bool {
         if self.raw == other.raw {
@@ -403,6 +420,14 @@ mod tests {
         assert!(!a.eq_str("Abc"));
         assert_ne!(a, JsonStr::from_escaped(b"AB"));
         assert_eq!(JsonStr::from_escaped(br"\ud83d\ude00").utf16_len(), 2);
+    }
+
+    #[test]
+    fn equal_texts_hash_equal() {
+        let h = |raw: &[u8]| JsonStr::from_escaped(raw).text_hash();
+        assert_eq!(h(br"\u0041b"), h(b"Ab"));
+        assert_eq!(h("\u{e9}\u{1F600}".as_bytes()), h(br"\u00e9\ud83d\ude00"));
+        assert_ne!(h(b"ab"), h(b"ba"));
     }
 
     #[test]

@@ -366,6 +366,18 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
         Ok(())
     }
 
+    /// [`Self::owner_of`], looked up only for an attributed event (the only
+    /// kind [`Self::check_owner`] can reject).
+    fn owner_if_tagged(
+        &self,
+        event: &Event<'_>,
+        kind: Owned,
+        id: JsonStr<'_>,
+    ) -> Option<Option<u16>> {
+        event.subagent_run_id()?;
+        self.owner_of(kind, id)
+    }
+
     /// The reference's `subagentTagError`: an attributed event must match
     /// the recorded owner of what it refers to.
     fn check_owner(
@@ -544,7 +556,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                         [Some(id), None, None, None],
                     );
                 };
-                let owner = self.owner_of(Owned::Message, id);
+                let owner = self.owner_if_tagged(event, Owned::Message, id);
                 self.check_owner(event, owner, "message", id)?;
                 if ty == T::TextMessageEnd {
                     self.open.remove(i);
@@ -561,7 +573,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                         [Some(id), None, None, None],
                     );
                 };
-                let owner = self.owner_of(Owned::ToolCall, id);
+                let owner = self.owner_if_tagged(event, Owned::ToolCall, id);
                 self.check_owner(event, owner, "tool call", id)?;
                 if ty == T::ToolCallEnd {
                     self.open.remove(i);
@@ -620,7 +632,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
             }
             T::ActivityDelta => {
                 let id = event.message_id().unwrap_or(EMPTY);
-                let owner = self.owner_of(Owned::Activity, id);
+                let owner = self.owner_if_tagged(event, Owned::Activity, id);
                 self.check_owner(event, owner, "activity", id)?;
             }
             T::ToolCallResult => {
@@ -673,7 +685,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                         [Some(id), None, None, None],
                     );
                 }
-                let owner = self.owner_of(Owned::Reasoning, id);
+                let owner = self.owner_if_tagged(event, Owned::Reasoning, id);
                 self.check_owner(event, owner, "reasoning message", id)?;
                 if let (Some(i), true) = (open, ty != T::ReasoningMessageContent) {
                     self.open.remove(i);

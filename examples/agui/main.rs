@@ -192,7 +192,12 @@ fn count(o: &Options) -> std::io::Result<()> {
     }
     match verdict {
         Ok(s) => println!("verdict\tok ({} frames, {} events)", s.frames, s.events),
-        Err(e) => println!("verdict\terror at frame {} ({}): {}", e.frame, e.stage.as_str(), pipeline.message(&e)),
+        Err(e) => println!(
+            "verdict\terror at frame {} ({}): {}",
+            e.frame,
+            e.stage.as_str(),
+            pipeline.message(&e)
+        ),
     }
     let secs = elapsed.as_secs_f64();
     eprintln!(
