@@ -1,36 +1,92 @@
-//! Pipeline throughput (first numbers; the full comparison group comes with
-//! the performance milestone). Run: `cargo bench --bench pipeline`.
+//! Throughput of the pipeline and of baselines, in one benchmark group per
+//! stream so criterion prints them side by side. Run `cargo bench --bench
+//! pipeline`; the README's Performance section quotes one run.
+//!
+//! Streams (generated into `target/bench-streams/` by
+//! `scripts/gen_stream.py` on first use, never committed):
+//! - `mix-1mb`: the shared 1 MB mixed stream (`--size 1MB --seed 1`);
+//! - `mix-10mb`: its 10 MB sibling (`--size 10MB --seed 10`);
+//! - `text-5mb`: an LLM token stream (`--profile text --size 5MB --seed 5`).
+//!
+//! Rows: framing only (`memchr` for `\n\n` as the floor, our framer),
+//! framing + decoding, the full pipeline in both dialects, and per frame
+//! `serde_json` validating (`IgnoredAny`), building a `Value`, and
+//! `ag-ui-core` 0.1.0 decoding its typed `Event` (it fails most frames of
+//! these streams: ids must be UUIDs and it predates REASONING_*).
 
 use std::hint::black_box;
+use std::path::PathBuf;
+use std::process::Command;
 
-use agui_stream::{Config, Dialect, Event, FrameInfo, Pipeline};
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use agui_stream::sse::SseFramer;
+use agui_stream::{Config, Dialect, Event, FrameInfo, Limits, Pipeline, decode};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
-/// Streams to measure: the bundled real captures, and the 1 MB mix stream
-/// when the shared perf corpus is next to the repository.
-fn streams() -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut real = Vec::new();
-    for name in [
-        "agent-framework-tool-call",
-        "langgraph-tool-call",
-        "pydantic-ai-tool-call",
-    ] {
-        let path = format!(
-            "{}/tests/corpus/real/{name}.sse",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        real.extend(std::fs::read(path).expect("bundled capture"));
+/// A stream from `scripts/gen_stream.py`, generated once.
+fn generated(name: &str, args: &[&str]) -> Vec<u8> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = root.join("target").join("bench-streams");
+    let path = dir.join(format!("{name}.sse"));
+    if !path.exists() {
+        std::fs::create_dir_all(&dir).expect("create target/bench-streams");
+        let status = Command::new("python3")
+            .arg(root.join("scripts").join("gen_stream.py"))
+            .args(args)
+            .arg("--out")
+            .arg(&path)
+            .status()
+            .expect("run python3 scripts/gen_stream.py");
+        assert!(status.success(), "gen_stream.py failed for {name}");
     }
-    out.push(("real-captures".to_owned(), real));
-    let mix = format!("{}/../shared/perf/mix-1mb.sse", env!("CARGO_MANIFEST_DIR"));
-    if let Ok(bytes) = std::fs::read(mix) {
-        out.push(("mix-1mb".to_owned(), bytes));
-    }
-    out
+    std::fs::read(&path).expect("read generated stream")
 }
 
-fn run(stream: &[u8], dialect: Dialect, buf: &mut [u8]) -> u64 {
+fn streams() -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        (
+            "mix-1mb",
+            generated("mix-1mb", &["--size", "1MB", "--seed", "1"]),
+        ),
+        (
+            "text-5mb",
+            generated(
+                "text-5mb",
+                &["--profile", "text", "--size", "5MB", "--seed", "5"],
+            ),
+        ),
+        (
+            "mix-10mb",
+            generated("mix-10mb", &["--size", "10MB", "--seed", "10"]),
+        ),
+    ]
+}
+
+/// The payloads the baselines parse: split on `\n\n` (as the reference
+/// does), `data:` lines joined. Splitting is done once, outside the timing;
+/// the baselines' rows therefore exclude framing, ours include it.
+fn payloads(stream: &[u8]) -> Vec<Vec<u8>> {
+    stream
+        .split(|&b| b == b'\n')
+        .fold(
+            (Vec::new(), Vec::new()),
+            |(mut out, mut cur): (Vec<Vec<u8>>, Vec<u8>), line| {
+                if line.is_empty() {
+                    if !cur.is_empty() {
+                        out.push(std::mem::take(&mut cur));
+                    }
+                } else if let Some(data) = line.strip_prefix(b"data:") {
+                    if !cur.is_empty() {
+                        cur.push(b'\n');
+                    }
+                    cur.extend_from_slice(data.strip_prefix(b" ").unwrap_or(data));
+                }
+                (out, cur)
+            },
+        )
+        .0
+}
+
+fn run_pipeline(stream: &[u8], dialect: Dialect, buf: &mut [u8]) -> u64 {
     let mut pipeline = Pipeline::new(buf, Config::new().dialect(dialect));
     let mut n = 0u64;
     let mut sink = |ev: &Event<'_>, _: &FrameInfo| {
@@ -38,31 +94,125 @@ fn run(stream: &[u8], dialect: Dialect, buf: &mut [u8]) -> u64 {
         n += 1;
     };
     for piece in stream.chunks(65536) {
-        if pipeline.push(piece, &mut sink).is_err() {
-            break;
-        }
+        pipeline.push(piece, &mut sink).expect("valid stream");
     }
-    let _ = pipeline.finish(&mut sink);
+    pipeline.finish(&mut sink).expect("valid stream");
     n
 }
 
-fn bench(c: &mut Criterion) {
+fn run_framer(stream: &[u8], buf: &mut [u8]) -> u64 {
+    let mut framer = SseFramer::new(buf);
+    let mut n = 0u64;
+    for piece in stream.chunks(65536) {
+        let mut pos = 0;
+        while let Some(frame) = framer.feed(piece, &mut pos).expect("fits") {
+            black_box(frame.payload);
+            n += 1;
+        }
+    }
+    n
+}
+
+fn run_decode(stream: &[u8], buf: &mut [u8]) -> u64 {
+    let mut framer = SseFramer::new(buf);
+    let mut n = 0u64;
+    for piece in stream.chunks(65536) {
+        let mut pos = 0;
+        while let Some(frame) = framer.feed(piece, &mut pos).expect("fits") {
+            if let Ok(Some(ev)) = decode(frame.payload, Dialect::V1, Limits::new()) {
+                black_box(ev.event_type());
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+fn throughput(c: &mut Criterion) {
     let mut buf = vec![0u8; 1 << 20];
     for (name, stream) in streams() {
-        let mut g = c.benchmark_group(name.as_str());
+        let frames = payloads(&stream);
+        let mut g = c.benchmark_group(name);
         g.throughput(Throughput::Bytes(stream.len() as u64));
-        g.bench_function("pipeline-v1", |b| {
-            b.iter(|| run(black_box(&stream), Dialect::V1, &mut buf))
-        });
-        g.bench_function("pipeline-v0", |b| {
-            b.iter(|| run(black_box(&stream), Dialect::V0, &mut buf))
-        });
-        g.bench_function("memchr-framing-floor", |b| {
+        if stream.len() > 4 << 20 {
+            g.sample_size(20);
+        }
+        g.bench_function("framing-floor: memchr \\n\\n", |b| {
             b.iter(|| memchr::memmem::find_iter(black_box(&stream), b"\n\n").count())
+        });
+        g.bench_function("agui-stream: framing", |b| {
+            b.iter(|| run_framer(black_box(&stream), &mut buf))
+        });
+        g.bench_function("agui-stream: framing+decode", |b| {
+            b.iter(|| run_decode(black_box(&stream), &mut buf))
+        });
+        g.bench_function("agui-stream: pipeline v1", |b| {
+            b.iter(|| run_pipeline(black_box(&stream), Dialect::V1, &mut buf))
+        });
+        g.bench_function("agui-stream: pipeline v0", |b| {
+            b.iter(|| run_pipeline(black_box(&stream), Dialect::V0, &mut buf))
+        });
+        g.bench_function("serde_json: IgnoredAny", |b| {
+            b.iter(|| {
+                frames
+                    .iter()
+                    .filter(|p| serde_json::from_slice::<serde::de::IgnoredAny>(p).is_ok())
+                    .count()
+            })
+        });
+        g.bench_function("serde_json: Value", |b| {
+            b.iter(|| {
+                frames
+                    .iter()
+                    .filter(|p| serde_json::from_slice::<serde_json::Value>(p).is_ok())
+                    .count()
+            })
+        });
+        g.bench_function("ag-ui-core 0.1: typed Event", |b| {
+            b.iter(|| {
+                frames
+                    .iter()
+                    .filter(|p| serde_json::from_slice::<ag_ui_core::event::Event>(p).is_ok())
+                    .count()
+            })
         });
         g.finish();
     }
 }
 
-criterion_group!(benches, bench);
+/// Per-event cost with 1, 16 and 32 (the default capacity) tool calls open:
+/// it must not grow with the number of open ids.
+fn open_ids(c: &mut Criterion) {
+    let mut g = c.benchmark_group("open tool calls");
+    let mut buf = vec![0u8; 1 << 16];
+    for open in [1usize, 16, 32] {
+        let mut s =
+            String::from("data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n");
+        for i in 0..open {
+            s += &format!(
+                "data: {{\"type\":\"TOOL_CALL_START\",\"toolCallId\":\"call-{i}\",\"toolCallName\":\"f\"}}\n\n"
+            );
+        }
+        let events = 10_000;
+        for k in 0..events {
+            let id = (k * 7) % open;
+            s += &format!(
+                "data: {{\"type\":\"TOOL_CALL_ARGS\",\"toolCallId\":\"call-{id}\",\"delta\":\"x\"}}\n\n"
+            );
+        }
+        for i in 0..open {
+            s += &format!("data: {{\"type\":\"TOOL_CALL_END\",\"toolCallId\":\"call-{i}\"}}\n\n");
+        }
+        s += "data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n";
+        g.throughput(Throughput::Elements(events as u64));
+        g.bench_with_input(
+            BenchmarkId::from_parameter(open),
+            s.as_bytes(),
+            |b, stream| b.iter(|| run_pipeline(black_box(stream), Dialect::V1, &mut buf)),
+        );
+    }
+    g.finish();
+}
+
+criterion_group!(benches, throughput, open_ids);
 criterion_main!(benches);
