@@ -16,12 +16,21 @@ macro_rules! names {
 
             /// The name as it appears on the wire.
             pub const fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $text,)* }
+                // Each name is converted once, at compile time.
+                match self {
+                    $($name::$variant => const {
+                        match core::str::from_utf8($text) {
+                            Ok(s) => s,
+                            Err(_) => "",
+                        }
+                    },)*
+                }
             }
 
-            /// Looks a wire name up (exact, case-sensitive).
+            /// Looks a wire name up (exact, case-sensitive). Compiles to a
+            /// switch on length, then byte comparisons.
             pub fn from_bytes(name: &[u8]) -> Option<Self> {
-                match name { $(x if x == $text.as_bytes() => Some($name::$variant),)* _ => None }
+                match name { $($text => Some($name::$variant),)* _ => None }
             }
         }
 
@@ -41,77 +50,77 @@ names! {
     #[cfg_attr(feature = "serde", derive(serde::Serialize))]
     pub enum EventType {
         /// Opens a streamed text message.
-        TextMessageStart = "TEXT_MESSAGE_START",
+        TextMessageStart = b"TEXT_MESSAGE_START",
         /// Appends to a streamed text message.
-        TextMessageContent = "TEXT_MESSAGE_CONTENT",
+        TextMessageContent = b"TEXT_MESSAGE_CONTENT",
         /// Closes a streamed text message.
-        TextMessageEnd = "TEXT_MESSAGE_END",
+        TextMessageEnd = b"TEXT_MESSAGE_END",
         /// Start/content/end shorthand for text.
-        TextMessageChunk = "TEXT_MESSAGE_CHUNK",
+        TextMessageChunk = b"TEXT_MESSAGE_CHUNK",
         /// Opens a tool call.
-        ToolCallStart = "TOOL_CALL_START",
+        ToolCallStart = b"TOOL_CALL_START",
         /// Appends a fragment of a tool call's arguments.
-        ToolCallArgs = "TOOL_CALL_ARGS",
+        ToolCallArgs = b"TOOL_CALL_ARGS",
         /// Closes a tool call.
-        ToolCallEnd = "TOOL_CALL_END",
+        ToolCallEnd = b"TOOL_CALL_END",
         /// Start/args/end shorthand for tool calls.
-        ToolCallChunk = "TOOL_CALL_CHUNK",
+        ToolCallChunk = b"TOOL_CALL_CHUNK",
         /// A tool's result.
-        ToolCallResult = "TOOL_CALL_RESULT",
+        ToolCallResult = b"TOOL_CALL_RESULT",
         /// Legacy: opens a thinking step.
-        ThinkingStart = "THINKING_START",
+        ThinkingStart = b"THINKING_START",
         /// Legacy: closes a thinking step.
-        ThinkingEnd = "THINKING_END",
+        ThinkingEnd = b"THINKING_END",
         /// Legacy: opens a thinking message.
-        ThinkingTextMessageStart = "THINKING_TEXT_MESSAGE_START",
+        ThinkingTextMessageStart = b"THINKING_TEXT_MESSAGE_START",
         /// Legacy: appends to a thinking message.
-        ThinkingTextMessageContent = "THINKING_TEXT_MESSAGE_CONTENT",
+        ThinkingTextMessageContent = b"THINKING_TEXT_MESSAGE_CONTENT",
         /// Legacy: closes a thinking message.
-        ThinkingTextMessageEnd = "THINKING_TEXT_MESSAGE_END",
+        ThinkingTextMessageEnd = b"THINKING_TEXT_MESSAGE_END",
         /// Replaces the agent state.
-        StateSnapshot = "STATE_SNAPSHOT",
+        StateSnapshot = b"STATE_SNAPSHOT",
         /// Patches the agent state (RFC 6902).
-        StateDelta = "STATE_DELTA",
+        StateDelta = b"STATE_DELTA",
         /// The complete message list.
-        MessagesSnapshot = "MESSAGES_SNAPSHOT",
+        MessagesSnapshot = b"MESSAGES_SNAPSHOT",
         /// An activity message's content.
-        ActivitySnapshot = "ACTIVITY_SNAPSHOT",
+        ActivitySnapshot = b"ACTIVITY_SNAPSHOT",
         /// Patches an activity message's content.
-        ActivityDelta = "ACTIVITY_DELTA",
+        ActivityDelta = b"ACTIVITY_DELTA",
         /// A provider-native event, passed through.
-        Raw = "RAW",
+        Raw = b"RAW",
         /// An application-defined event.
-        Custom = "CUSTOM",
+        Custom = b"CUSTOM",
         /// Opens a run.
-        RunStarted = "RUN_STARTED",
+        RunStarted = b"RUN_STARTED",
         /// Closes a run that did not fail.
-        RunFinished = "RUN_FINISHED",
+        RunFinished = b"RUN_FINISHED",
         /// Ends a run that failed.
-        RunError = "RUN_ERROR",
+        RunError = b"RUN_ERROR",
         /// Opens a named step.
-        StepStarted = "STEP_STARTED",
+        StepStarted = b"STEP_STARTED",
         /// Closes a named step.
-        StepFinished = "STEP_FINISHED",
+        StepFinished = b"STEP_FINISHED",
         /// Opens a reasoning span.
-        ReasoningStart = "REASONING_START",
+        ReasoningStart = b"REASONING_START",
         /// Opens a reasoning message.
-        ReasoningMessageStart = "REASONING_MESSAGE_START",
+        ReasoningMessageStart = b"REASONING_MESSAGE_START",
         /// Appends to a reasoning message.
-        ReasoningMessageContent = "REASONING_MESSAGE_CONTENT",
+        ReasoningMessageContent = b"REASONING_MESSAGE_CONTENT",
         /// Closes a reasoning message.
-        ReasoningMessageEnd = "REASONING_MESSAGE_END",
+        ReasoningMessageEnd = b"REASONING_MESSAGE_END",
         /// Start/content/end shorthand for reasoning messages.
-        ReasoningMessageChunk = "REASONING_MESSAGE_CHUNK",
+        ReasoningMessageChunk = b"REASONING_MESSAGE_CHUNK",
         /// Closes a reasoning span.
-        ReasoningEnd = "REASONING_END",
+        ReasoningEnd = b"REASONING_END",
         /// An opaque encrypted reasoning artefact.
-        ReasoningEncryptedValue = "REASONING_ENCRYPTED_VALUE",
+        ReasoningEncryptedValue = b"REASONING_ENCRYPTED_VALUE",
         /// A subagent invocation began.
-        SubagentStarted = "SUBAGENT_STARTED",
+        SubagentStarted = b"SUBAGENT_STARTED",
         /// A subagent invocation's segment ended.
-        SubagentFinished = "SUBAGENT_FINISHED",
+        SubagentFinished = b"SUBAGENT_FINISHED",
         /// A subagent invocation failed.
-        SubagentError = "SUBAGENT_ERROR",
+        SubagentError = b"SUBAGENT_ERROR",
     }
 }
 
@@ -145,83 +154,83 @@ names! {
     #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     pub enum Key {
         /// `type`
-        Type = "type",
+        Type = b"type",
         /// `timestamp`
-        Timestamp = "timestamp",
+        Timestamp = b"timestamp",
         /// `rawEvent`
-        RawEvent = "rawEvent",
+        RawEvent = b"rawEvent",
         /// `metadata`
-        Metadata = "metadata",
+        Metadata = b"metadata",
         /// `subagentRunId`
-        SubagentRunId = "subagentRunId",
+        SubagentRunId = b"subagentRunId",
         /// `threadId`
-        ThreadId = "threadId",
+        ThreadId = b"threadId",
         /// `runId`
-        RunId = "runId",
+        RunId = b"runId",
         /// `parentRunId`
-        ParentRunId = "parentRunId",
+        ParentRunId = b"parentRunId",
         /// `protocolVersion`
-        ProtocolVersion = "protocolVersion",
+        ProtocolVersion = b"protocolVersion",
         /// `input`
-        Input = "input",
+        Input = b"input",
         /// `result`
-        Result = "result",
+        Result = b"result",
         /// `outcome`
-        Outcome = "outcome",
+        Outcome = b"outcome",
         /// `usage`
-        Usage = "usage",
+        Usage = b"usage",
         /// `message`
-        Message = "message",
+        Message = b"message",
         /// `code`
-        Code = "code",
+        Code = b"code",
         /// `stepName`
-        StepName = "stepName",
+        StepName = b"stepName",
         /// `messageId`
-        MessageId = "messageId",
+        MessageId = b"messageId",
         /// `role`
-        Role = "role",
+        Role = b"role",
         /// `name`
-        Name = "name",
+        Name = b"name",
         /// `delta`
-        Delta = "delta",
+        Delta = b"delta",
         /// `toolCallId`
-        ToolCallId = "toolCallId",
+        ToolCallId = b"toolCallId",
         /// `toolCallName`
-        ToolCallName = "toolCallName",
+        ToolCallName = b"toolCallName",
         /// `parentMessageId`
-        ParentMessageId = "parentMessageId",
+        ParentMessageId = b"parentMessageId",
         /// `content`
-        Content = "content",
+        Content = b"content",
         /// `snapshot`
-        Snapshot = "snapshot",
+        Snapshot = b"snapshot",
         /// `messages`
-        Messages = "messages",
+        Messages = b"messages",
         /// `activityType`
-        ActivityType = "activityType",
+        ActivityType = b"activityType",
         /// `replace`
-        Replace = "replace",
+        Replace = b"replace",
         /// `patch`
-        Patch = "patch",
+        Patch = b"patch",
         /// `event`
-        Event = "event",
+        Event = b"event",
         /// `source`
-        Source = "source",
+        Source = b"source",
         /// `value`
-        Value = "value",
+        Value = b"value",
         /// `subtype`
-        Subtype = "subtype",
+        Subtype = b"subtype",
         /// `entityId`
-        EntityId = "entityId",
+        EntityId = b"entityId",
         /// `encryptedValue`
-        EncryptedValue = "encryptedValue",
+        EncryptedValue = b"encryptedValue",
         /// `description`
-        Description = "description",
+        Description = b"description",
         /// `parentSubagentRunId`
-        ParentSubagentRunId = "parentSubagentRunId",
+        ParentSubagentRunId = b"parentSubagentRunId",
         /// `parentToolCallId`
-        ParentToolCallId = "parentToolCallId",
+        ParentToolCallId = b"parentToolCallId",
         /// `title`
-        Title = "title",
+        Title = b"title",
     }
 }
 
