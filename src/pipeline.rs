@@ -453,9 +453,9 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> Stages<'_, OPE
         let verifier = &mut *self.verifier;
         let (events, violations) = (&mut *self.events, &mut *self.violations);
         let result = self.normalizer.process(event, |out| {
-            // Synthesized events are fresh values; the input event itself
-            // passes through by copy, so compare what they are, not where.
-            info.original = out.event_type() == event.event_type() && out.object().is_some();
+            // Only a decoded event carries its object; synthesized and
+            // translated ones are built field by field.
+            info.original = out.object().is_some();
             match verifier.check(out) {
                 Ok(()) => {
                     *events = events.saturating_add(1);
