@@ -1,13 +1,15 @@
-//! JSON syntax against serde_json: `json::validate` accepts exactly what
-//! serde_json accepts. The oracle is serde_json's skipping parser
-//! (`IgnoredAny`), which checks syntax only; a full `Value` parse is a
-//! second oracle that rejects a few more texts, for documented reasons
-//! (README.md, "serde_json").
+//! JSON against serde_json. Syntax: `json::validate` accepts exactly what
+//! serde_json's skipping parser (`IgnoredAny`) accepts; a full `Value` parse
+//! rejects a few more texts, for documented reasons (README.md,
+//! "serde_json"). Values: where `Value` parses, our cursors read the same
+//! tree — strings (`chars`, `eq_str`, `unescape_into`), numbers (`as_f64`),
+//! members (last duplicate wins), elements.
 #![no_main]
 
-use agui_stream::json::{JsonErrorKind, Limits, validate};
+use agui_stream::json::{JsonErrorKind, JsonKind, Limits, RawJson, validate};
 use libfuzzer_sys::fuzz_target;
 use serde::de::IgnoredAny;
+use serde_json::Value;
 
 const DEPTH: usize = 128;
 
@@ -24,8 +26,49 @@ fn documented(serde_error: &str) -> bool {
     .any(|d| serde_error.starts_with(d))
 }
 
-fuzz_target!(|text: &[u8]| {
-    let ours = validate(text, Limits { max_depth: DEPTH });
+/// A string as our decoder reads it; `Value` parsed it, so no lone surrogates.
+fn text(s: agui_stream::JsonStr<'_>) -> String {
+    s.chars()
+        .map(|c| char::from_u32(c).expect("a scalar value"))
+        .collect()
+}
+
+/// Our reading of `ours` is serde_json's `theirs`.
+fn same(ours: RawJson<'_>, theirs: &Value) {
+    match (ours.kind(), theirs) {
+        (JsonKind::Null, Value::Null) => {}
+        (JsonKind::Bool, Value::Bool(b)) => assert_eq!(ours.as_bool(), Some(*b)),
+        (JsonKind::Number, Value::Number(n)) => assert_eq!(ours.as_f64(), n.as_f64(), "{ours:?}"),
+        (JsonKind::String, Value::String(s)) => {
+            let ours = ours.as_str().expect("a string");
+            assert_eq!(&text(ours), s);
+            assert!(ours.eq_str(s), "eq_str({s:?})");
+            let mut buf = vec![0u8; s.len()];
+            let unescaped = ours.unescape_into(&mut buf).expect("room for the text");
+            assert_eq!(unescaped.as_str(), Some(s.as_str()));
+        }
+        (JsonKind::Array, Value::Array(items)) => {
+            assert_eq!(ours.elements().count(), items.len());
+            ours.elements().zip(items).for_each(|(o, t)| same(o, t));
+        }
+        (JsonKind::Object, Value::Object(map)) => {
+            let mut members: Vec<(String, RawJson<'_>)> = Vec::new();
+            for (name, value) in ours.members() {
+                let name = text(name);
+                members.retain(|(n, _)| *n != name); // the last duplicate wins
+                members.push((name, value));
+            }
+            assert_eq!(members.len(), map.len());
+            for (name, value) in members {
+                same(value, &map[&name]);
+            }
+        }
+        (kind, _) => panic!("ours: {kind:?} {ours:?}, serde_json: {theirs}"),
+    }
+}
+
+fuzz_target!(|input: &[u8]| {
+    let ours = validate(input, Limits { max_depth: DEPTH });
     if let Err(e) = ours {
         // Deeper than our limit: serde_json's skipping parser has none.
         if let JsonErrorKind::TooDeep { limit } = e.kind {
@@ -33,15 +76,18 @@ fuzz_target!(|text: &[u8]| {
             return;
         }
     }
-    let skip = serde_json::from_slice::<IgnoredAny>(text);
+    let skip = serde_json::from_slice::<IgnoredAny>(input);
     assert_eq!(
         ours.is_ok(),
         skip.is_ok(),
         "ours: {ours:?}, serde_json (IgnoredAny): {skip:?}"
     );
-    let full = serde_json::from_slice::<serde_json::Value>(text);
-    match (ours, full) {
-        (Ok(()), Ok(_)) | (Err(_), Err(_)) => {}
+    match (ours, serde_json::from_slice::<Value>(input)) {
+        (Ok(()), Ok(value)) => {
+            let raw = RawJson::parse(input, Limits { max_depth: DEPTH }).expect("validated");
+            same(raw, &value);
+        }
+        (Err(_), Err(_)) => {}
         (Ok(()), Err(e)) => {
             let e = e.to_string();
             assert!(documented(&e), "ours: Ok, serde_json (Value): {e}");

@@ -53,7 +53,10 @@ fn check(event: &Event<'_>) {
     let mut buf = vec![0u8; once.len()];
     assert_eq!(encode_to_slice(event, &mut buf), Ok(once.len()));
     assert_eq!(buf, once);
-    assert_eq!(encode_to_slice(event, &mut buf[..once.len() - 1]), Err(BufferFull));
+    assert_eq!(
+        encode_to_slice(event, &mut buf[..once.len() - 1]),
+        Err(BufferFull)
+    );
 
     // Round trip.
     let second = match decode(&once, dialect, Limits::new()) {
@@ -74,7 +77,8 @@ fn sink(event: &Event<'_>, _: &FrameInfo) {
     check(event);
 }
 
-const RUN_STARTED: &[u8] = b"data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n";
+const RUN_STARTED: &[u8] =
+    b"data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n";
 
 fuzz_target!(|payload: &[u8]| {
     // The payload as a frame after a RUN_STARTED, so that chunks and

@@ -66,7 +66,11 @@ fn run<'c>(config: Config, chunks: impl Iterator<Item = &'c [u8]>) -> Outcome {
 
 /// The stream cut into pushes of `sizes` bytes, cycling.
 fn split<'s>(stream: &'s [u8], sizes: &[u8]) -> Vec<&'s [u8]> {
-    let sizes: &[u8] = if sizes.iter().any(|&s| s != 0) { sizes } else { &[1] };
+    let sizes: &[u8] = if sizes.iter().any(|&s| s != 0) {
+        sizes
+    } else {
+        &[1]
+    };
     let mut chunks = Vec::new();
     let mut rest = stream;
     for &size in sizes.iter().cycle() {
@@ -87,7 +91,11 @@ fuzz_target!(|data: &[u8]| {
     if stream.len() > BUFFER {
         return;
     }
-    let minting = if flags & 1 != 0 { Minting::Deterministic } else { Minting::PerRun };
+    let minting = if flags & 1 != 0 {
+        Minting::Deterministic
+    } else {
+        Minting::PerRun
+    };
     let chunks = split(stream, sizes);
     for dialect in [Dialect::V1, Dialect::V0] {
         for policy in [Policy::Stop, Policy::Monitor] {
