@@ -146,7 +146,11 @@ fn decode_value<'a>(
         };
     };
     let mut event = Event::empty(ty, dialect, Some(root));
-    for f in schema::event_fields(dialect, ty) {
+    let fields = schema::event_fields(dialect, ty);
+    if dialect == Dialect::V0 && !fields.iter().any(|f| f.key == Key::SubagentRunId) {
+        event.set_passthrough_tag(values.get(Key::SubagentRunId as usize).copied().flatten());
+    }
+    for f in fields {
         let site = Site {
             object: "event",
             field: f.key.as_str(),

@@ -30,6 +30,9 @@ pub struct Event<'a> {
     dialect: Dialect,
     object: Option<RawJson<'a>>,
     values: [Option<RawJson<'a>>; KEY_COUNT],
+    /// V0: a `subagentRunId` member the event's schema does not describe,
+    /// passed through as received (later stages still read it).
+    passthrough_tag: Option<RawJson<'a>>,
 }
 
 macro_rules! str_accessors {
@@ -63,7 +66,18 @@ impl<'a> Event<'a> {
             dialect,
             object,
             values: [None; KEY_COUNT],
+            passthrough_tag: None,
         }
+    }
+
+    pub(crate) fn set_passthrough_tag(&mut self, tag: Option<RawJson<'a>>) {
+        self.passthrough_tag = tag;
+    }
+
+    /// V0: the `subagentRunId` member of an event whose schema lacks one
+    /// (RUN_*, MESSAGES_SNAPSHOT, THINKING_*), as received, any JSON.
+    pub(crate) fn passthrough_tag(&self) -> Option<RawJson<'a>> {
+        self.passthrough_tag
     }
 
     pub(crate) fn set(&mut self, key: Key, value: Option<RawJson<'a>>) {

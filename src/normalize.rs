@@ -253,11 +253,7 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
                 // V0 passes unknown members through, so even events whose
                 // schema has no subagentRunId close the lane it names: a
                 // string names a lane, null the parent's, anything else none.
-                let passthrough = event
-                    .object()
-                    .filter(|_| self.dialect == Dialect::V0 && event.subagent_run_id().is_none())
-                    .and_then(|o| o.get(Key::SubagentRunId.as_str()));
-                match passthrough {
+                match event.passthrough_tag() {
                     Some(tag) if tag.is_null() => self.close_owner(None, emit)?,
                     Some(tag) => {
                         if let Some(tag) = tag.as_str() {

@@ -10,7 +10,7 @@
 use core::fmt;
 
 use crate::event::Event;
-use crate::event_type::{EventType, Key};
+use crate::event_type::EventType;
 use crate::ids::{Entry, Full, IdTable, StoredStr};
 use crate::json::{JsonKind, RawJson};
 use crate::schema::Dialect;
@@ -516,12 +516,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
         // schema does not describe reaches this stage. (The reference's
         // other null checks here cannot fire: the schemas reject those
         // nulls first.)
-        if self.dialect == Dialect::V0
-            && event
-                .object()
-                .and_then(|o| o.get(Key::SubagentRunId.as_str()))
-                .is_some_and(|v| v.is_null())
-        {
+        if event.passthrough_tag().is_some_and(|v| v.is_null()) {
             return self.reject(event, Rule::NullSubagentRunId, "", [None; 4]);
         }
         let tag = event.subagent_run_id();
