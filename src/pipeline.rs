@@ -226,13 +226,8 @@ pub struct Pipeline<
     const ID_LEN: usize = DEFAULT_ID_LEN,
 > {
     framer: SseFramer<'b>,
-    config: Config,
-    translator: Translator,
-    normalizer: Normalizer<LANES, ID_LEN>,
-    verifier: Verifier<OPEN, OWNERS, ID_LEN>,
+    stages: Stages<OPEN, OWNERS, ID_LEN>,
     failed: Option<Error>,
-    events: u64,
-    violations: u64,
 }
 
 impl<'b> Pipeline<'b> {
@@ -251,24 +246,26 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_LEN: usize>
     pub fn with_capacity(frame_buffer: &'b mut [u8], config: Config) -> Self {
         Pipeline {
             framer: SseFramer::new(frame_buffer),
-            config,
-            translator: Translator::new(config.minting),
-            normalizer: Normalizer::new(config.dialect),
-            verifier: Verifier::new(config.dialect),
+            stages: Stages {
+                config,
+                translator: Translator::new(config.minting),
+                normalizer: Normalizer::new(config.dialect),
+                verifier: Verifier::new(config.dialect),
+                events: 0,
+                violations: 0,
+            },
             failed: None,
-            events: 0,
-            violations: 0,
         }
     }
 
     /// The configuration in force.
     pub fn config(&self) -> Config {
-        self.config
+        self.stages.config
     }
 
     /// The verifier's state (what is open, where the run stands).
     pub fn verifier(&self) -> &Verifier<OPEN, OWNERS, ID_LEN> {
-        &self.verifier
+        &self.stages.verifier
     }
 
     /// Reads `bytes`, delivering every event completed by them. After an
@@ -286,16 +283,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_LEN: usize>
                 Ok(None) => return Ok(()),
                 Err(e) => return Err(self.stop(sse_error(e, frames_before, offset_before))),
             };
-            let result = Stages {
-                config: self.config,
-                translator: &mut self.translator,
-                normalizer: &mut self.normalizer,
-                verifier: &mut self.verifier,
-                events: &mut self.events,
-                violations: &mut self.violations,
-            }
-            .frame(&frame, sink);
-            if let Err(e) = result {
+            if let Err(e) = self.stages.frame(&frame, sink) {
                 return Err(self.stop(e));
             }
         }
@@ -321,28 +309,19 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_LEN: usize>
             Ok(Some(frame)) => {
                 unterminated = !frame.terminated;
                 frames = frame.index.saturating_add(1);
-                let result = Stages {
-                    config: self.config,
-                    translator: &mut self.translator,
-                    normalizer: &mut self.normalizer,
-                    verifier: &mut self.verifier,
-                    events: &mut self.events,
-                    violations: &mut self.violations,
-                }
-                .frame(&frame, sink);
-                if let Err(e) = result {
+                if let Err(e) = self.stages.frame(&frame, sink) {
                     return Err(self.stop(e));
                 }
             }
             Ok(None) => {}
             Err(e) => return Err(self.stop(sse_error(e, frames_before, bytes))),
         }
-        let v = &self.verifier;
+        let v = &self.stages.verifier;
         let summary = Summary {
             frames,
-            events: self.events,
+            events: self.stages.events,
             bytes,
-            violations: self.violations,
+            violations: self.stages.violations,
             unterminated_frame: unterminated,
             run: v.phase(),
             open: OpenCounts {
@@ -352,11 +331,11 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_LEN: usize>
                 reasoning_spans: v.open_count(Entity::ReasoningSpan),
                 reasoning_messages: v.open_count(Entity::ReasoningMessage),
                 subagents: v.open_count(Entity::Subagent),
-                chunk_lanes: self.normalizer.open_lanes(),
+                chunk_lanes: self.stages.normalizer.open_lanes(),
                 thinking: v.thinking_open(),
             },
         };
-        if self.config.strict_end && !summary.is_complete() {
+        if self.stages.config.strict_end && !summary.is_complete() {
             return Err(self.stop(Error {
                 kind: ErrorKind::Incomplete,
                 stage: Stage::End,
@@ -372,8 +351,8 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_LEN: usize>
     pub fn message<'s>(&'s self, error: &'s Error) -> impl fmt::Display + 's {
         Message {
             error,
-            normalizer: &self.normalizer,
-            verifier: &self.verifier,
+            normalizer: &self.stages.normalizer,
+            verifier: &self.stages.verifier,
         }
     }
 }
@@ -402,17 +381,17 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> fmt::Display
     }
 }
 
-/// The stages after framing, borrowed from the pipeline for one frame.
-struct Stages<'p, const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> {
+/// The stages after framing, with their counters.
+struct Stages<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> {
     config: Config,
-    translator: &'p mut Translator,
-    normalizer: &'p mut Normalizer<LANES, ID_LEN>,
-    verifier: &'p mut Verifier<OPEN, OWNERS, ID_LEN>,
-    events: &'p mut u64,
-    violations: &'p mut u64,
+    translator: Translator,
+    normalizer: Normalizer<LANES, ID_LEN>,
+    verifier: Verifier<OPEN, OWNERS, ID_LEN>,
+    events: u64,
+    violations: u64,
 }
 
-impl<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> Stages<'_, OPEN, OWNERS, ID_LEN> {
+impl<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> Stages<OPEN, OWNERS, ID_LEN> {
     /// Decodes, translates, normalizes and verifies one frame. `Err` only
     /// when the pipeline must stop.
     fn frame<S: Sink + ?Sized>(&mut self, frame: &Frame<'_>, sink: &mut S) -> Result<(), Error> {
@@ -432,7 +411,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> Stages<'_, OPE
             Ok(Some(event)) => event,
             Ok(None) => return Ok(()),
             Err(e) if monitor => {
-                *self.violations = self.violations.saturating_add(1);
+                self.violations = self.violations.saturating_add(1);
                 sink.violation(&e, &e);
                 return Ok(());
             }
@@ -450,8 +429,8 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> Stages<'_, OPE
             terminated: frame.terminated,
             original: false,
         };
-        let verifier = &mut *self.verifier;
-        let (events, violations) = (&mut *self.events, &mut *self.violations);
+        let verifier = &mut self.verifier;
+        let (events, violations) = (&mut self.events, &mut self.violations);
         let result = self.normalizer.process(event, |out| {
             // Only a decoded event carries its object; synthesized and
             // translated ones are built field by field.
@@ -480,7 +459,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> Stages<'_, OPE
             Err(Stop::Chunk(c)) => {
                 let error = Error::from_chunk(c, frame.index, frame.start);
                 if monitor {
-                    *self.violations = self.violations.saturating_add(1);
+                    self.violations = self.violations.saturating_add(1);
                     sink.violation(&error, &self.normalizer.describe(c));
                     Ok(())
                 } else {
