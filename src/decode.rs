@@ -150,7 +150,7 @@ fn decode_value<'a>(
     if dialect == Dialect::V0 && !fields.iter().any(|f| f.key == Key::SubagentRunId) {
         event.set_passthrough_tag(values.get(Key::SubagentRunId as usize).copied().flatten());
     }
-    for f in fields {
+    for (i, f) in fields.iter().enumerate() {
         let site = Site {
             object: "event",
             field: f.key.as_str(),
@@ -164,7 +164,7 @@ fn decode_value<'a>(
             None => Ok(None),
         });
         match checked {
-            Ok(v) => event.set(f.key, v),
+            Ok(v) => event.set_slot(i, v),
             Err(Fault::Schema(site, problem)) => {
                 return Err(schema_err(Some(ty), site.object, site.field, problem));
             }

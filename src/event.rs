@@ -2,9 +2,9 @@
 
 use core::fmt;
 
-use crate::event_type::{EventType, KEY_COUNT, Key};
+use crate::event_type::{EventType, Key};
 use crate::json::RawJson;
-use crate::schema::Dialect;
+use crate::schema::{self, Dialect, MAX_EVENT_FIELDS};
 use crate::string::JsonStr;
 
 /// One validated AG-UI event, borrowing its text from the input (or from a
@@ -29,7 +29,9 @@ pub struct Event<'a> {
     ty: EventType,
     dialect: Dialect,
     object: Option<RawJson<'a>>,
-    values: [Option<RawJson<'a>>; KEY_COUNT],
+    /// The members the type's schema names, in the schema table's order
+    /// (`schema::event_fields`): a small view, cheap to build and move.
+    slots: [Option<RawJson<'a>>; MAX_EVENT_FIELDS],
     /// V0: a `subagentRunId` member the event's schema does not describe,
     /// passed through as received (later stages still read it).
     passthrough_tag: Option<RawJson<'a>>,
@@ -65,7 +67,7 @@ impl<'a> Event<'a> {
             ty,
             dialect,
             object,
-            values: [None; KEY_COUNT],
+            slots: [None; MAX_EVENT_FIELDS],
             passthrough_tag: None,
         }
     }
@@ -80,8 +82,24 @@ impl<'a> Event<'a> {
         self.passthrough_tag
     }
 
+    /// The slot of `key` in this event's schema, if it has one.
+    fn slot(&self, key: Key) -> Option<usize> {
+        schema::event_fields(self.dialect, self.ty)
+            .iter()
+            .position(|f| f.key == key)
+    }
+
+    /// Sets the member in slot `i` of the schema table.
+    pub(crate) fn set_slot(&mut self, i: usize, value: Option<RawJson<'a>>) {
+        if let Some(slot) = self.slots.get_mut(i) {
+            *slot = value;
+        }
+    }
+
+    /// Sets a member the schema names (others have nowhere to go).
     pub(crate) fn set(&mut self, key: Key, value: Option<RawJson<'a>>) {
-        if let Some(slot) = self.values.get_mut(key as usize) {
+        let Some(i) = self.slot(key) else { return };
+        if let Some(slot) = self.slots.get_mut(i) {
             *slot = value;
         }
     }
@@ -104,7 +122,10 @@ impl<'a> Event<'a> {
 
     /// A member the schema names, after the dialect's rules.
     pub fn get(&self, key: Key) -> Option<RawJson<'a>> {
-        self.values.get(key as usize).copied().flatten()
+        self.slot(key)
+            .and_then(|i| self.slots.get(i))
+            .copied()
+            .flatten()
     }
 
     /// A string member.

@@ -113,8 +113,13 @@ impl<K: Copy + PartialEq, const N: usize, const L: usize> IdTable<K, N, L> {
 
     /// Position of `id` of any kind matching `pred`.
     pub(crate) fn find_where(&self, id: JsonStr<'_>, pred: impl Fn(K) -> bool) -> Option<usize> {
-        if self.ids.is_empty() {
-            return None;
+        // A few entries (the usual open-id table) are cheaper to compare
+        // than to hash.
+        if self.ids.len() <= 4 {
+            return self
+                .ids
+                .iter()
+                .position(|(s, e, _)| pred(e.kind) && s.text() == id);
         }
         let hash = id.text_hash();
         self.ids
