@@ -489,7 +489,8 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
     }
 
     /// Verifies one event (after chunk normalization) and updates the state.
-    /// On error the state is unchanged.
+    /// On error nothing is opened, closed or given an owner (the reference
+    /// only remembers, as it does, which subagents asked about steps).
     pub fn check(&mut self, event: &Event<'_>) -> VResult {
         use EventType as T;
         let ty = event.event_type();
