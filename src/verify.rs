@@ -489,8 +489,9 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
     }
 
     /// Verifies one event (after chunk normalization) and updates the state.
-    /// On error nothing is opened, closed or given an owner (the reference
-    /// only remembers, as it does, which subagents asked about steps).
+    /// On error nothing is opened, closed or given an owner; like the
+    /// reference, the verifier may still have noted a subagent's name or the
+    /// order in which owners touched steps.
     pub fn check(&mut self, event: &Event<'_>) -> VResult {
         use EventType as T;
         let ty = event.event_type();
