@@ -4,7 +4,7 @@ use core::fmt;
 
 use crate::event_type::{EventType, Key};
 use crate::json::RawJson;
-use crate::schema::{self, Dialect, MAX_EVENT_FIELDS};
+use crate::schema::{self, Dialect, EventField, MAX_EVENT_FIELDS};
 use crate::string::JsonStr;
 
 /// One validated AG-UI event, borrowing its text from the input (or from a
@@ -29,6 +29,8 @@ pub struct Event<'a> {
     ty: EventType,
     dialect: Dialect,
     object: Option<RawJson<'a>>,
+    /// The type's schema table in this dialect (looked up once).
+    fields: &'static [EventField],
     /// The members the type's schema names, in the schema table's order
     /// (`schema::event_fields`): a small view, cheap to build and move.
     slots: [Option<RawJson<'a>>; MAX_EVENT_FIELDS],
@@ -67,6 +69,7 @@ impl<'a> Event<'a> {
             ty,
             dialect,
             object,
+            fields: schema::event_fields(dialect, ty),
             slots: [None; MAX_EVENT_FIELDS],
             passthrough_tag: None,
         }
@@ -84,9 +87,7 @@ impl<'a> Event<'a> {
 
     /// The slot of `key` in this event's schema, if it has one.
     fn slot(&self, key: Key) -> Option<usize> {
-        schema::event_fields(self.dialect, self.ty)
-            .iter()
-            .position(|f| f.key == key)
+        self.fields.iter().position(|f| f.key == key)
     }
 
     /// Sets the member in slot `i` of the schema table.
