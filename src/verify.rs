@@ -57,6 +57,18 @@ enum Owned {
     Reasoning,
 }
 
+impl Owned {
+    /// How the reference's ownership messages name it.
+    const fn label(self) -> &'static str {
+        match self {
+            Owned::Message => "message",
+            Owned::ToolCall => "tool call",
+            Owned::Activity => "activity",
+            Owned::Reasoning => "reasoning message",
+        }
+    }
+}
+
 /// What the open-entity table holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Open {
@@ -408,6 +420,27 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
         )
     }
 
+    /// CONTENT/ARGS/END of an open entity: it must be open, an attributed
+    /// event must match its owner, and an END closes it.
+    fn continue_open(
+        &mut self,
+        event: &Event<'_>,
+        kind: Entity,
+        owned: Owned,
+        id: JsonStr<'_>,
+        closes: bool,
+    ) -> VResult {
+        let Some(i) = self.find_open(kind, id) else {
+            return self.reject(event, Rule::NotOpen(kind), "", [Some(id), None, None, None]);
+        };
+        let owner = self.owner_if_tagged(event, owned, id);
+        self.check_owner(event, owner, owned.label(), id)?;
+        if closes {
+            self.open.remove(i);
+        }
+        Ok(())
+    }
+
     /// Checks that opening `id` (and recording its owner, if `new_owner`)
     /// fits, so that a START either happens whole or changes nothing.
     fn room(&self, id: JsonStr<'_>, new_owner: bool) -> VResult {
@@ -535,7 +568,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                     );
                 }
                 let existing = self.owner_of(Owned::Message, id);
-                self.check_owner(event, existing, "message", id)?;
+                self.check_owner(event, existing, Owned::Message.label(), id)?;
                 let owner = self.intern(tag)?;
                 self.room(id, existing.is_none())?;
                 self.push_open(Open::Entity(Entity::TextMessage), id, None)?;
@@ -545,36 +578,14 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
             }
             T::TextMessageContent | T::TextMessageEnd => {
                 let id = event.message_id().unwrap_or(EMPTY);
-                let Some(i) = self.find_open(Entity::TextMessage, id) else {
-                    return self.reject(
-                        event,
-                        Rule::NotOpen(Entity::TextMessage),
-                        "",
-                        [Some(id), None, None, None],
-                    );
-                };
-                let owner = self.owner_if_tagged(event, Owned::Message, id);
-                self.check_owner(event, owner, "message", id)?;
-                if ty == T::TextMessageEnd {
-                    self.open.remove(i);
-                }
+                let closes = ty == T::TextMessageEnd;
+                self.continue_open(event, Entity::TextMessage, Owned::Message, id, closes)?;
             }
             T::ToolCallStart => self.tool_call_start(event)?,
             T::ToolCallArgs | T::ToolCallEnd => {
                 let id = event.tool_call_id().unwrap_or(EMPTY);
-                let Some(i) = self.find_open(Entity::ToolCall, id) else {
-                    return self.reject(
-                        event,
-                        Rule::NotOpen(Entity::ToolCall),
-                        "",
-                        [Some(id), None, None, None],
-                    );
-                };
-                let owner = self.owner_if_tagged(event, Owned::ToolCall, id);
-                self.check_owner(event, owner, "tool call", id)?;
-                if ty == T::ToolCallEnd {
-                    self.open.remove(i);
-                }
+                let closes = ty == T::ToolCallEnd;
+                self.continue_open(event, Entity::ToolCall, Owned::ToolCall, id, closes)?;
             }
             T::StepStarted => {
                 let name = event.step_name().unwrap_or(EMPTY);
@@ -630,7 +641,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
             T::ActivityDelta => {
                 let id = event.message_id().unwrap_or(EMPTY);
                 let owner = self.owner_if_tagged(event, Owned::Activity, id);
-                self.check_owner(event, owner, "activity", id)?;
+                self.check_owner(event, owner, Owned::Activity.label(), id)?;
             }
             T::ToolCallResult => {
                 let id = event.message_id().unwrap_or(EMPTY);
@@ -653,7 +664,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                     );
                 }
                 let existing = self.owner_of(Owned::Reasoning, id);
-                self.check_owner(event, existing, "reasoning message", id)?;
+                self.check_owner(event, existing, Owned::Reasoning.label(), id)?;
                 let owner = self.intern(tag)?;
                 if v1 {
                     self.room(id, existing.is_none())?;
@@ -673,19 +684,13 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                 } else {
                     Entity::ReasoningMessage
                 };
-                let open = self.find_open(kind, id);
-                if v1 && open.is_none() {
-                    return self.reject(
-                        event,
-                        Rule::NotOpen(kind),
-                        "",
-                        [Some(id), None, None, None],
-                    );
-                }
-                let owner = self.owner_if_tagged(event, Owned::Reasoning, id);
-                self.check_owner(event, owner, "reasoning message", id)?;
-                if let (Some(i), true) = (open, ty != T::ReasoningMessageContent) {
-                    self.open.remove(i);
+                let closes = ty != T::ReasoningMessageContent;
+                // V0 neither tracks nor checks open reasoning.
+                if v1 {
+                    self.continue_open(event, kind, Owned::Reasoning, id, closes)?;
+                } else {
+                    let owner = self.owner_if_tagged(event, Owned::Reasoning, id);
+                    self.check_owner(event, owner, Owned::Reasoning.label(), id)?;
                 }
             }
             T::ReasoningEncryptedValue => {
@@ -859,7 +864,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
         }
         let existing = self.owner_of(Owned::ToolCall, id);
         if let Some(eo) = existing {
-            self.check_owner(event, existing, "tool call", id)?;
+            self.check_owner(event, existing, Owned::ToolCall.label(), id)?;
             if let (None, Some(io)) = (tag, inherited)
                 && self.name(io) != self.name(eo)
             {
