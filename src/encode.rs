@@ -11,11 +11,8 @@
 use core::fmt;
 
 use crate::event::Event;
-use crate::event_type::Key;
 use crate::json::{JsonKind, RawJson, Token, Tokens};
-use crate::schema::{
-    self, Dialect, Extra, LegacyBinary, Obj, Presence, Shape, Site, Special, Verdict,
-};
+use crate::schema::{self, Dialect, Extra, LegacyBinary, Obj, Shape, Special};
 use crate::string::{JsonStr, encode_wtf8};
 
 /// Where the encoder writes.
@@ -128,13 +125,7 @@ pub fn encode<W: Write + ?Sized>(event: &Event<'_>, out: &mut W) -> Result<(), B
     }
     if let (Dialect::V0, Some(object)) = (dialect, event.object()) {
         for (name, value) in object.members() {
-            // zod v3 copies passthrough members onto a fresh object by
-            // assignment, so a `__proto__` member sets the prototype
-            // instead of surviving as data.
-            let dropped = name.eq_str(Key::Type.as_str())
-                || name.eq_str("__proto__")
-                || fields.iter().any(|f| name.eq_str(f.key.as_str()));
-            if !dropped {
+            if schema::passes_through(name, fields) {
                 out.write_bytes(b",")?;
                 write_str(name, out)?;
                 out.write_bytes(b":")?;
@@ -151,11 +142,6 @@ pub fn encode_to_slice(event: &Event<'_>, buf: &mut [u8]) -> Result<usize, Buffe
     encode(event, &mut w)?;
     Ok(w.len())
 }
-
-const NO_SITE: Site = Site {
-    object: "",
-    field: "",
-};
 
 /// Writes a value the schema describes by `shape`, stripping what it does not know.
 fn write_shaped<W: Write + ?Sized>(
@@ -227,7 +213,7 @@ fn write_legacy_binary<W: Write + ?Sized>(
 
 fn write_object<W: Write + ?Sized>(
     v: RawJson<'_>,
-    o: &Obj,
+    o: &'static Obj,
     tag: Option<&'static str>,
     out: &mut W,
 ) -> Result<(), BufferFull> {
@@ -237,7 +223,6 @@ fn write_object<W: Write + ?Sized>(
     {
         return write_legacy_binary(&b, out);
     }
-    let (slots, _) = schema::collect(v, o);
     out.write_bytes(b"{")?;
     let mut first = true;
     let mut member = |name: JsonStr<'_>, out: &mut W| -> Result<(), BufferFull> {
@@ -252,26 +237,13 @@ fn write_object<W: Write + ?Sized>(
         member(JsonStr::from_escaped(tag.as_bytes()), out)?;
         write_any(t, out)?;
     }
-    for (f, slot) in o.fields.iter().zip(slots) {
-        let value = match (slot, f.presence) {
-            (Some(s), Presence::NullAbsent) if s.is_null() => None,
-            (None, Presence::Default(d)) => Some(d),
-            (s, _) => s,
-        };
-        let Some(value) = value else { continue };
-        if matches!(schema::check(value, &f.shape, NO_SITE), Ok(Verdict::Drop)) {
-            continue;
-        }
+    for (f, value) in schema::written_fields(v, o) {
         member(JsonStr::from_escaped(f.name.as_bytes()), out)?;
         write_shaped(value, &f.shape, out)?;
     }
     if o.extra == Extra::Keep {
         for (name, value) in v.members() {
-            // `__proto__` became the prototype (see `schema::collect`).
-            let listed = tag.is_some_and(|t| name.eq_str(t))
-                || name.eq_str("__proto__")
-                || o.fields.iter().any(|f| name.eq_str(f.name));
-            if !listed {
+            if schema::kept_unlisted(name, o, tag) {
                 member(name, out)?;
                 write_any(value, out)?;
             }

@@ -16,6 +16,7 @@ use core::fmt;
 
 use crate::event_type::{EventType, Key};
 use crate::json::{JsonKind, RawJson};
+use crate::string::JsonStr;
 
 /// Which version of the protocol to accept and emit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -1363,6 +1364,47 @@ pub(crate) fn variant(v: RawJson<'_>, u: &Union) -> Option<&'static Obj> {
         .iter()
         .find(|(name, _)| tag.eq_str(name))
         .map(|&(_, o)| o)
+}
+
+/// The members of `v` that are written for shape `o`, in the table's
+/// order: the last value of each field, defaults filled in, with
+/// null-means-absent members and dropped union members left out.
+pub(crate) fn written_fields<'a>(
+    v: RawJson<'a>,
+    o: &'static Obj,
+) -> impl Iterator<Item = (&'static Field, RawJson<'a>)> {
+    let (slots, _) = collect(v, o);
+    let site = Site {
+        object: "",
+        field: "",
+    };
+    o.fields.iter().zip(slots).filter_map(move |(f, slot)| {
+        let value = match (slot, f.presence) {
+            (Some(s), Presence::NullAbsent) if s.is_null() => None,
+            (None, Presence::Default(d)) => Some(d),
+            (s, _) => s,
+        }?;
+        (!matches!(check(value, &f.shape, site), Ok(Verdict::Drop))).then_some((f, value))
+    })
+}
+
+/// Whether a member named `name` of an open object (`Extra::Keep`) is
+/// carried over as received: not a listed field, not the union's tag, and
+/// not `__proto__` (which V1's stripper turns into the prototype, see
+/// [`collect`]).
+pub(crate) fn kept_unlisted(name: JsonStr<'_>, o: &Obj, tag: Option<&str>) -> bool {
+    !(tag.is_some_and(|t| name.eq_str(t))
+        || name.eq_str("__proto__")
+        || o.fields.iter().any(|f| name.eq_str(f.name)))
+}
+
+/// Whether a top-level member of a V0 event passes through as received:
+/// not `type`, not a member the schema names, and not `__proto__` (zod v3
+/// copies passthrough members by assignment, so it sets the prototype).
+pub(crate) fn passes_through(name: JsonStr<'_>, fields: &[EventField]) -> bool {
+    !(name.eq_str(Key::Type.as_str())
+        || name.eq_str("__proto__")
+        || fields.iter().any(|f| name.eq_str(f.key.as_str())))
 }
 
 /// The most members a nested object shape names.

@@ -10,16 +10,8 @@
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 
 use crate::event::Event;
-use crate::event_type::Key;
 use crate::json::{JsonKind, RawJson};
-use crate::schema::{
-    self, Dialect, Extra, LegacyBinary, Obj, Presence, Shape, Site, Special, Verdict,
-};
-
-const NO_SITE: Site = Site {
-    object: "",
-    field: "",
-};
+use crate::schema::{self, Dialect, Extra, LegacyBinary, Obj, Shape, Special};
 
 impl<'a> RawJson<'a> {
     /// Deserializes this value with `serde-json-core` (no allocation): typed
@@ -189,21 +181,11 @@ impl Serialize for ShapedObject<'_> {
         {
             return Upgraded(b).serialize(s);
         }
-        let (slots, _) = schema::collect(v, o);
         let mut map = s.serialize_map(None)?;
         if let Some((tag, t)) = self.tag.and_then(|tag| Some((tag, v.get(tag)?))) {
             map.serialize_entry(tag, &t)?;
         }
-        for (f, slot) in o.fields.iter().zip(slots) {
-            let value = match (slot, f.presence) {
-                (Some(x), Presence::NullAbsent) if x.is_null() => None,
-                (None, Presence::Default(d)) => Some(d),
-                (x, _) => x,
-            };
-            let Some(value) = value else { continue };
-            if matches!(schema::check(value, &f.shape, NO_SITE), Ok(Verdict::Drop)) {
-                continue;
-            }
+        for (f, value) in schema::written_fields(v, o) {
             map.serialize_entry(
                 f.name,
                 &Shaped {
@@ -214,10 +196,7 @@ impl Serialize for ShapedObject<'_> {
         }
         if o.extra == Extra::Keep {
             for (name, value) in v.members() {
-                let listed = self.tag.is_some_and(|t| name.eq_str(t))
-                    || name.eq_str("__proto__")
-                    || o.fields.iter().any(|f| name.eq_str(f.name));
-                if !listed {
+                if schema::kept_unlisted(name, o, self.tag) {
                     map.serialize_entry(&name, &value)?;
                 }
             }
@@ -244,10 +223,7 @@ impl Serialize for Event<'_> {
         }
         if let (Dialect::V0, Some(object)) = (self.dialect(), self.object()) {
             for (name, value) in object.members() {
-                let dropped = name.eq_str(Key::Type.as_str())
-                    || name.eq_str("__proto__")
-                    || fields.iter().any(|f| name.eq_str(f.key.as_str()));
-                if !dropped {
+                if schema::passes_through(name, fields) {
                     map.serialize_entry(&name, &value)?;
                 }
             }
