@@ -1374,17 +1374,13 @@ pub(crate) fn written_fields<'a>(
     o: &'static Obj,
 ) -> impl Iterator<Item = (&'static Field, RawJson<'a>)> {
     let (slots, _) = collect(v, o);
-    let site = Site {
-        object: "",
-        field: "",
-    };
     o.fields.iter().zip(slots).filter_map(move |(f, slot)| {
         let value = match (slot, f.presence) {
             (Some(s), Presence::NullAbsent) if s.is_null() => None,
             (None, Presence::Default(d)) => Some(d),
             (s, _) => s,
         }?;
-        (!matches!(check(value, &f.shape, site), Ok(Verdict::Drop))).then_some((f, value))
+        (!drops(value, &f.shape)).then_some((f, value))
     })
 }
 
@@ -1468,6 +1464,12 @@ fn drops(v: RawJson<'_>, shape: &Shape) -> bool {
         return LegacyBinary::read(v).is_none();
     }
     let (slots, _) = collect(v, o);
+    required_member_drops(o, &slots)
+}
+
+/// True if a required member (of `o`, collected into `slots`) is dropped,
+/// which drops the whole object.
+fn required_member_drops(o: &Obj, slots: &[Option<RawJson<'_>>]) -> bool {
     o.fields.iter().zip(slots).any(|(f, slot)| {
         matches!(f.presence, Presence::Required) && slot.is_some_and(|x| drops(x, &f.shape))
     })
@@ -1497,10 +1499,7 @@ fn check_object(v: RawJson<'_>, o: &Obj) -> Check {
             SchemaProblem::UnknownMember,
         );
     }
-    let required_drops = o.fields.iter().zip(slots).any(|(f, slot)| {
-        matches!(f.presence, Presence::Required) && slot.is_some_and(|x| drops(x, &f.shape))
-    });
-    if required_drops {
+    if required_member_drops(o, &slots) {
         return Ok(Verdict::Drop);
     }
     for (f, slot) in o.fields.iter().zip(slots) {
@@ -1588,11 +1587,7 @@ pub const LEGACY_COMPARISON_BUDGET: usize = 4096;
 /// True if the writer leaves element `e` of `array` (whose items are `item`)
 /// out: V1 strips it, or it is a legacy part a modern sibling supersedes.
 pub(crate) fn omitted(e: RawJson<'_>, item: &Shape, array: RawJson<'_>) -> bool {
-    let site = Site {
-        object: "",
-        field: "",
-    };
-    matches!(check(e, item, site), Ok(Verdict::Drop))
+    drops(e, item)
         || (is_legacy_binary(e, item)
             && LegacyBinary::read(e).is_some_and(|b| superseded(&b, array)))
 }
