@@ -5,7 +5,7 @@ use core::fmt;
 use crate::error::Capacity;
 use crate::event::Event;
 use crate::event_type::{EventType, KEY_COUNT, Key};
-use crate::json::{self, JsonError, JsonKind, Limits, MemberSpan, RawJson};
+use crate::json::{self, JsonError, JsonKind, Limits, RawJson};
 use crate::schema::{self, Dialect, Fault, SchemaError, SchemaProblem, Site, Verdict};
 use crate::string::JsonStr;
 
@@ -73,52 +73,20 @@ pub fn decode(
     dialect: Dialect,
     limits: Limits,
 ) -> Result<Option<Event<'_>>, DecodeError> {
-    // Validation records where the root's members lie, so they are not
-    // walked a second time; objects with more members fall back to a walk.
-    let mut spans = [MemberSpan::default(); MAX_RECORDED_MEMBERS];
-    let recorded =
-        json::validate_members(payload, limits, &mut spans).map_err(DecodeError::Json)?;
+    // Validation reports each member of the root object as it passes it:
+    // the last value of each known name is kept, and nothing is walked
+    // twice.
+    let mut values: [Option<RawJson<'_>>; KEY_COUNT] = [None; KEY_COUNT];
+    json::validate_members(payload, limits, &mut |(ka, kb), (va, vb)| {
+        let name = JsonStr::from_escaped(payload.get(ka..kb).unwrap_or_default());
+        if let Some(slot) = key_of(name).and_then(|k| values.get_mut(k as usize)) {
+            *slot = payload.get(va..vb).map(RawJson::exact);
+        }
+    })
+    .map_err(DecodeError::Json)?;
     let root = RawJson::trusted(payload);
-    let spans = recorded.and_then(|n| spans.get(..n));
-    decode_value(root, payload, spans, dialect)
-}
-
-/// Members of the root object that validation records (an AG-UI event has
-/// a dozen at most; beyond this they are walked again).
-const MAX_RECORDED_MEMBERS: usize = 24;
-
-/// [`decode`] for a value already validated as JSON, with its root members'
-/// positions in `payload` if they were recorded.
-fn decode_value<'a>(
-    root: RawJson<'a>,
-    payload: &'a [u8],
-    spans: Option<&[MemberSpan]>,
-    dialect: Dialect,
-) -> Result<Option<Event<'a>>, DecodeError> {
-    let schema_err = |event, object, field, problem| {
-        DecodeError::Schema(SchemaError {
-            event,
-            object,
-            field,
-            problem,
-        })
-    };
     if root.kind() != JsonKind::Object {
         return Err(schema_err(None, "event", "", SchemaProblem::NotAnObject));
-    }
-    // One pass over the members: the last value of each known name.
-    let mut values = [None; KEY_COUNT];
-    let mut record = |name, value| {
-        if let Some(slot) = key_of(name).and_then(|k| values.get_mut(k as usize)) {
-            *slot = Some(value);
-        }
-    };
-    match spans {
-        Some(spans) => spans.iter().for_each(|s| {
-            let (name, value) = s.read(payload);
-            record(name, value);
-        }),
-        None => root.members().for_each(|(name, value)| record(name, value)),
     }
     let type_value = values
         .get(Key::Type as usize)
@@ -150,7 +118,7 @@ fn decode_value<'a>(
     if dialect == Dialect::V0 && !fields.iter().any(|f| f.key == Key::SubagentRunId) {
         event.set_passthrough_tag(values.get(Key::SubagentRunId as usize).copied().flatten());
     }
-    for (i, f) in fields.iter().enumerate() {
+    for f in fields {
         let site = Site {
             object: "event",
             field: f.key.as_str(),
@@ -164,7 +132,11 @@ fn decode_value<'a>(
             None => Ok(None),
         });
         match checked {
-            Ok(v) => event.set_slot(i, v),
+            Ok(v) => {
+                if let Some(slot) = values.get_mut(f.key as usize) {
+                    *slot = v;
+                }
+            }
             Err(Fault::Schema(site, problem)) => {
                 return Err(schema_err(Some(ty), site.object, site.field, problem));
             }
@@ -175,7 +147,22 @@ fn decode_value<'a>(
             }
         }
     }
+    event.fill(&values);
     Ok(Some(event))
+}
+
+fn schema_err(
+    event: Option<EventType>,
+    object: &'static str,
+    field: &'static str,
+    problem: SchemaProblem,
+) -> DecodeError {
+    DecodeError::Schema(SchemaError {
+        event,
+        object,
+        field,
+        problem,
+    })
 }
 
 #[cfg(test)]

@@ -2,9 +2,9 @@
 
 use core::fmt;
 
-use crate::event_type::{EventType, Key};
+use crate::event_type::{EventType, KEY_COUNT, Key};
 use crate::json::RawJson;
-use crate::schema::{self, Dialect, EventField, MAX_EVENT_FIELDS};
+use crate::schema::{self, Dialect, MAX_EVENT_FIELDS};
 use crate::string::JsonStr;
 
 /// One validated AG-UI event, borrowing its text from the input (or from a
@@ -29,10 +29,11 @@ pub struct Event<'a> {
     ty: EventType,
     dialect: Dialect,
     object: Option<RawJson<'a>>,
-    /// The type's schema table in this dialect (looked up once).
-    fields: &'static [EventField],
-    /// The members the type's schema names, in the schema table's order
-    /// (`schema::event_fields`): a small view, cheap to build and move.
+    /// Bit `k` is set for each key `k` the type's schema names.
+    named: u64,
+    /// The members the type's schema names, in key order: the member of
+    /// key `k` is in slot `(named & ((1 << k) - 1)).count_ones()`, so a
+    /// lookup is a bit test and a popcount.
     slots: [Option<RawJson<'a>>; MAX_EVENT_FIELDS],
     /// V0: a `subagentRunId` member the event's schema does not describe,
     /// passed through as received (later stages still read it).
@@ -65,11 +66,14 @@ impl<'a> Event<'a> {
     /// An event of type `ty` with no members yet (for events a stage
     /// synthesizes).
     pub(crate) fn empty(ty: EventType, dialect: Dialect, object: Option<RawJson<'a>>) -> Self {
+        let named = schema::event_fields(dialect, ty)
+            .iter()
+            .fold(0, |m, f| m | key_bit(f.key));
         Event {
             ty,
             dialect,
             object,
-            fields: schema::event_fields(dialect, ty),
+            named,
             slots: [None; MAX_EVENT_FIELDS],
             passthrough_tag: None,
         }
@@ -85,15 +89,21 @@ impl<'a> Event<'a> {
         self.passthrough_tag
     }
 
-    /// The slot of `key` in this event's schema, if it has one.
+    /// The slot of `key`, if the event's schema names it.
     fn slot(&self, key: Key) -> Option<usize> {
-        self.fields.iter().position(|f| f.key == key)
+        let bit = key_bit(key);
+        (self.named & bit != 0).then(|| (self.named & bit.wrapping_sub(1)).count_ones() as usize)
     }
 
-    /// Sets the member in slot `i` of the schema table.
-    pub(crate) fn set_slot(&mut self, i: usize, value: Option<RawJson<'a>>) {
-        if let Some(slot) = self.slots.get_mut(i) {
-            *slot = value;
+    /// Sets every member the schema names from `values`, indexed by key.
+    pub(crate) fn fill(&mut self, values: &[Option<RawJson<'a>>; KEY_COUNT]) {
+        let mut rest = self.named;
+        for slot in &mut self.slots {
+            if rest == 0 {
+                break;
+            }
+            *slot = values.get(rest.trailing_zeros() as usize).copied().flatten();
+            rest &= rest.wrapping_sub(1);
         }
     }
 
@@ -230,6 +240,13 @@ impl<'a> Event<'a> {
             _ => self.get(Key::Patch),
         }
     }
+}
+
+const _: () = assert!(KEY_COUNT <= 64);
+
+/// `key`'s bit in [`Event::named`].
+const fn key_bit(key: Key) -> u64 {
+    1 << (key as u32 % 64)
 }
 
 impl fmt::Debug for Event<'_> {

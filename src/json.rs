@@ -124,13 +124,19 @@ impl Default for Limits {
     }
 }
 
-/// A fixed-capacity stack of container kinds, one bit per level.
-struct BitStack {
-    words: [u64; MAX_DEPTH / 64],
+/// A fixed-capacity stack of container kinds, one bit per level, in `W`
+/// words.
+struct BitStack<const W: usize> {
+    words: [u64; W],
     depth: usize,
 }
 
-impl BitStack {
+/// Levels the small stack holds; deeper text is validated again with the
+/// full stack (so the common case does not clear `MAX_DEPTH / 8` bytes per
+/// value).
+const SMALL_DEPTH: usize = 64;
+
+impl<const W: usize> BitStack<W> {
     /// Pushes `is_object`; false if full.
     fn push(&mut self, is_object: bool) -> bool {
         let (w, b) = (self.depth / 64, self.depth % 64);
@@ -186,51 +192,16 @@ pub fn validate(src: &[u8], limits: Limits) -> Result<(), JsonError> {
     validate_inner(src, limits, &mut |_, _| {})
 }
 
-/// Where one member of the root object lies: its key's escaped bytes and
-/// its value's bytes, as offsets into the text.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct MemberSpan {
-    key: (u32, u32),
-    value: (u32, u32),
-}
-
-impl MemberSpan {
-    /// The member, read out of the text it was recorded in.
-    pub(crate) fn read<'a>(&self, src: &'a [u8]) -> (JsonStr<'a>, RawJson<'a>) {
-        let slice = |(a, b): (u32, u32)| src.get(a as usize..b as usize).unwrap_or_default();
-        (
-            JsonStr::from_escaped(slice(self.key)),
-            RawJson {
-                bytes: slice(self.value),
-            },
-        )
-    }
-}
-
-/// Validates like [`validate`] and records where the root object's members
-/// lie, so a decoder need not walk them again. Returns how many were
-/// recorded, or `None` if the root is not an object or has more members
-/// than `spans` holds.
+/// Validates like [`validate`] and calls `member(key, value)` with the
+/// byte ranges of each member of a root object (the key's escaped bytes
+/// inside the quotes, and the value), in order; members of a text nested
+/// deeper than 64 levels may be reported twice.
 pub(crate) fn validate_members(
     src: &[u8],
     limits: Limits,
-    spans: &mut [MemberSpan],
-) -> Result<Option<usize>, JsonError> {
-    let mut count = 0usize;
-    let mut fits = u32::try_from(src.len()).is_ok();
-    validate_inner(src, limits, &mut |key, value| {
-        let span = MemberSpan {
-            key: (key.0 as u32, key.1 as u32),
-            value: (value.0 as u32, value.1 as u32),
-        };
-        match spans.get_mut(count) {
-            Some(slot) => *slot = span,
-            None => fits = false,
-        }
-        count += 1;
-    })?;
-    let root_is_object = src.get(skip_ws(src, 0)) == Some(&b'{');
-    Ok((fits && root_is_object).then_some(count))
+    member: &mut impl FnMut((usize, usize), (usize, usize)),
+) -> Result<(), JsonError> {
+    validate_inner(src, limits, member)
 }
 
 /// The validator; calls `member(key, value)` with the byte ranges of each
@@ -240,12 +211,34 @@ fn validate_inner(
     limits: Limits,
     member: &mut impl FnMut((usize, usize), (usize, usize)),
 ) -> Result<(), JsonError> {
-    crate::work::add(src.len());
     let max_depth = limits.max_depth.min(MAX_DEPTH);
-    let mut stack = BitStack {
-        words: [0; MAX_DEPTH / 64],
+    let small = BitStack::<{ SMALL_DEPTH / 64 }> {
+        words: [0],
         depth: 0,
     };
+    match validate_with(src, max_depth.min(SMALL_DEPTH), small, member) {
+        Err(JsonError {
+            kind: JsonErrorKind::TooDeep { .. },
+            ..
+        }) if max_depth > SMALL_DEPTH => {
+            let full = BitStack::<{ MAX_DEPTH / 64 }> {
+                words: [0; MAX_DEPTH / 64],
+                depth: 0,
+            };
+            validate_with(src, max_depth, full, member)
+        }
+        other => other,
+    }
+}
+
+/// [`validate_inner`] with a stack of `W` words.
+fn validate_with<const W: usize>(
+    src: &[u8],
+    max_depth: usize,
+    mut stack: BitStack<W>,
+    member: &mut impl FnMut((usize, usize), (usize, usize)),
+) -> Result<(), JsonError> {
+    crate::work::add(src.len());
     let err = |kind, offset| Err(JsonError { kind, offset });
     let mut i = skip_ws(src, 0);
     let root_is_object = src.get(i) == Some(&b'{');
@@ -328,6 +321,7 @@ fn validate_inner(
 
 /// Parses `"key"` `:` at `i`; returns the key's escaped range (inside the
 /// quotes) and the position of the value after the colon.
+#[inline(always)]
 fn object_key(src: &[u8], i: usize) -> Result<((usize, usize), usize), JsonError> {
     match src.get(i) {
         Some(b'"') => {}
@@ -383,8 +377,20 @@ fn literal(src: &[u8], i: usize, word: &[u8]) -> Result<usize, JsonError> {
 
 /// Validates the string starting at the quote at `i`; returns the position
 /// after its closing quote.
+#[inline(always)]
 fn string_end(src: &[u8], i: usize) -> Result<usize, JsonError> {
-    let mut j = i + 1;
+    // Most strings hold no escape: one scan finds the closing quote.
+    let j = special_byte(src, i + 1, true);
+    if src.get(j) == Some(&b'"') {
+        return Ok(j + 1);
+    }
+    string_end_from(src, j)
+}
+
+/// [`string_end`] from `j`, at or before the first escape, control
+/// character or end of text.
+#[inline(never)]
+fn string_end_from(src: &[u8], mut j: usize) -> Result<usize, JsonError> {
     loop {
         // Jump to the next quote, backslash or control character.
         j = special_byte(src, j, true);
@@ -575,6 +581,12 @@ impl<'a> RawJson<'a> {
         }
     }
 
+    /// Wraps the exact bytes of one valid JSON value (no surrounding
+    /// whitespace).
+    pub(crate) const fn exact(bytes: &'a [u8]) -> Self {
+        RawJson { bytes }
+    }
+
     /// Constants used as defaults (`"assistant"`, `true`, `[]`).
     pub(crate) const fn constant(bytes: &'static [u8]) -> RawJson<'static> {
         RawJson { bytes }
@@ -625,6 +637,19 @@ impl<'a> RawJson<'a> {
     pub fn as_f64(&self) -> Option<f64> {
         if self.kind() != JsonKind::Number {
             return None;
+        }
+        // Fast path for plain integers (timestamps): up to 15 digits are
+        // below 2^53, so the conversion is exact, as parsing would be.
+        let (negative, digits) = match self.bytes.strip_prefix(b"-") {
+            Some(rest) => (true, rest),
+            None => (false, self.bytes),
+        };
+        if (1..=15).contains(&digits.len()) && digits.iter().all(u8::is_ascii_digit) {
+            let n = digits
+                .iter()
+                .fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'));
+            let x = n as f64;
+            return Some(if negative { -x } else { x });
         }
         core::str::from_utf8(self.bytes).ok()?.parse().ok()
     }
