@@ -451,11 +451,12 @@ fn string_end_from(src: &[u8], mut j: usize) -> Result<usize, JsonError> {
     }
 }
 
-fn digits_end(src: &[u8], mut i: usize) -> usize {
-    while src.get(i).is_some_and(u8::is_ascii_digit) {
-        i += 1;
-    }
-    i
+fn digits_end(src: &[u8], i: usize) -> usize {
+    let rest = src.get(i..).unwrap_or_default();
+    i + rest
+        .iter()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap_or(rest.len())
 }
 
 /// Validates the number starting at `i`; returns the position after it.
@@ -644,12 +645,15 @@ impl<'a> RawJson<'a> {
             Some(rest) => (true, rest),
             None => (false, self.bytes),
         };
-        if (1..=15).contains(&digits.len()) && digits.iter().all(u8::is_ascii_digit) {
-            let n = digits
-                .iter()
-                .fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'));
-            let x = n as f64;
-            return Some(if negative { -x } else { x });
+        if (1..=15).contains(&digits.len()) {
+            let n = digits.iter().try_fold(0u64, |n, &d| {
+                let digit = d.wrapping_sub(b'0');
+                (digit < 10).then_some(n * 10 + u64::from(digit))
+            });
+            if let Some(n) = n {
+                let x = n as f64;
+                return Some(if negative { -x } else { x });
+            }
         }
         core::str::from_utf8(self.bytes).ok()?.parse().ok()
     }

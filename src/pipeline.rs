@@ -405,17 +405,16 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> Stages<OPEN, O
                 frame.payload_offset,
             )
         };
-        let decoded =
-            decode(frame.payload, self.config.dialect, self.config.limits).map_err(decode_error);
-        let event = match decoded {
+        let event = match decode(frame.payload, self.config.dialect, self.config.limits) {
             Ok(Some(event)) => event,
             Ok(None) => return Ok(()),
             Err(e) if monitor => {
+                let e = decode_error(e);
                 self.violations = self.violations.saturating_add(1);
                 sink.violation(&e, &e);
                 return Ok(());
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(decode_error(e)),
         };
         let translated = match self.config.dialect {
             Dialect::V1 => self.translator.translate(&event),

@@ -1275,6 +1275,21 @@ pub(crate) fn check(v: RawJson<'_>, shape: &Shape, site: Site) -> Check {
             _ => wrong(site, "boolean", v),
         },
         Shape::Number | Shape::SafeInt | Shape::Count | Shape::NonNegInt => {
+            if v.kind() == JsonKind::Number && !matches!(shape, Shape::Number) {
+                // Fast path: a plain integer of at most 15 digits (a
+                // timestamp) is a safe integer; only its sign can fail.
+                let bytes = v.as_bytes();
+                let digits = bytes.strip_prefix(b"-").unwrap_or(bytes);
+                if digits.len() <= 15 && digits.iter().all(u8::is_ascii_digit) {
+                    let negative = digits.len() < bytes.len() && digits != b"0";
+                    return match *shape {
+                        Shape::Count | Shape::NonNegInt if negative => {
+                            fail(site, SchemaProblem::Negative)
+                        }
+                        _ => keep,
+                    };
+                }
+            }
             let Some(x) = v.as_f64() else {
                 return wrong(site, "number", v);
             };
