@@ -6,7 +6,7 @@ use crate::error::Capacity;
 use crate::event::Event;
 use crate::event_type::{EventType, KEY_COUNT, Key};
 use crate::json::{self, JsonError, JsonKind, Limits, RawJson};
-use crate::schema::{self, Dialect, Fault, SchemaError, SchemaProblem, Site, Verdict};
+use crate::schema::{self, Dialect, Fault, Presence, SchemaError, SchemaProblem, Shape, Site, Verdict};
 use crate::string::JsonStr;
 
 /// Why a payload did not decode.
@@ -119,24 +119,32 @@ pub fn decode(
         event.set_passthrough_tag(values.get(Key::SubagentRunId as usize).copied().flatten());
     }
     for f in fields {
-        let site = Site {
+        let Some(slot) = values.get_mut(f.key as usize) else {
+            continue;
+        };
+        let site = || Site {
             object: "event",
             field: f.key.as_str(),
         };
-        let value = values.get(f.key as usize).copied().flatten();
-        let checked = schema::present(value, f.presence, site).and_then(|v| match v {
-            Some(v) => schema::check(v, &f.shape, site).map(|verdict| match verdict {
+        let value = match (*slot, f.presence) {
+            // Most members are strings, or absent and optional: decided here.
+            (Some(v), Presence::Required | Presence::Optional)
+                if matches!(f.shape, Shape::Str) && v.kind() == JsonKind::String =>
+            {
+                continue;
+            }
+            (None, Presence::Optional | Presence::NullAbsent) => continue,
+            (value, presence) => schema::present(value, presence, site()),
+        };
+        let checked = value.and_then(|v| match v {
+            Some(v) => schema::check(v, &f.shape, site()).map(|verdict| match verdict {
                 Verdict::Keep => Some(v),
                 Verdict::Drop => None,
             }),
             None => Ok(None),
         });
         match checked {
-            Ok(v) => {
-                if let Some(slot) = values.get_mut(f.key as usize) {
-                    *slot = v;
-                }
-            }
+            Ok(v) => *slot = v,
             Err(Fault::Schema(site, problem)) => {
                 return Err(schema_err(Some(ty), site.object, site.field, problem));
             }

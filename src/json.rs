@@ -169,10 +169,12 @@ fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 
-#[inline]
+#[inline(always)]
 fn skip_ws(src: &[u8], mut i: usize) -> usize {
+    // Every whitespace byte is at most b' ': one comparison settles the
+    // usual case, a token right here.
     while let Some(&b) = src.get(i) {
-        if !is_ws(b) {
+        if b > b' ' || !is_ws(b) {
             break;
         }
         i += 1;
@@ -212,11 +214,93 @@ fn validate_inner(
     member: &mut impl FnMut((usize, usize), (usize, usize)),
 ) -> Result<(), JsonError> {
     let max_depth = limits.max_depth.min(MAX_DEPTH);
+    if root_object(src, max_depth, member).is_some() {
+        return Ok(());
+    }
+    // Not an object, or not valid: the general loop says which, precisely.
+    let end = value_end(src, skip_ws(src, 0), max_depth, member)?;
+    if end < src.len() {
+        return Err(JsonError {
+            kind: JsonErrorKind::TrailingCharacters,
+            offset: end,
+        });
+    }
+    Ok(())
+}
+
+/// The fast path for what nearly every payload is: an object whose members
+/// are mostly strings and numbers. Its members are read here in a flat
+/// loop (no container stack); nested values go through [`value_end`].
+/// `None` if the text is not a valid object (the caller then runs the
+/// general loop, which reports the error precisely).
+#[inline(always)]
+fn root_object(
+    src: &[u8],
+    max_depth: usize,
+    member: &mut impl FnMut((usize, usize), (usize, usize)),
+) -> Option<()> {
+    let mut i = skip_ws(src, 0);
+    if src.get(i) != Some(&b'{') || max_depth == 0 {
+        return None;
+    }
+    crate::work::add(src.len());
+    i = skip_ws(src, i + 1);
+    if src.get(i) == Some(&b'}') {
+        return (skip_ws(src, i + 1) == src.len()).then_some(());
+    }
+    loop {
+        if src.get(i) != Some(&b'"') {
+            return None;
+        }
+        let key_end = string_end(src, i).ok()?;
+        let key = (i + 1, key_end - 1);
+        i = skip_ws(src, key_end);
+        if src.get(i) != Some(&b':') {
+            return None;
+        }
+        let start = skip_ws(src, i + 1);
+        let end = match *src.get(start)? {
+            b'"' => string_end(src, start).ok()?,
+            b'-' | b'0'..=b'9' => number_end(src, start).ok()?,
+            b't' => literal(src, start, b"true").ok()?,
+            b'f' => literal(src, start, b"false").ok()?,
+            b'n' => literal(src, start, b"null").ok()?,
+            b'{' | b'[' => {
+                let after = value_end(src, start, max_depth - 1, &mut |_, _| {}).ok()?;
+                // `value_end` stops after the whitespace that follows.
+                let mut end = after;
+                while end > start && src.get(end - 1).is_some_and(|&b| is_ws(b)) {
+                    end -= 1;
+                }
+                end
+            }
+            _ => return None,
+        };
+        member(key, (start, end));
+        i = skip_ws(src, end);
+        match *src.get(i)? {
+            b',' => i = skip_ws(src, i + 1),
+            b'}' => return (skip_ws(src, i + 1) == src.len()).then_some(()),
+            _ => return None,
+        }
+    }
+}
+
+/// Validates the one value starting at `start` with the general loop,
+/// first with a 64-level stack, then (only if that is too shallow and the
+/// limit allows more) with the full one. Returns the position after the
+/// value and the whitespace that follows it.
+fn value_end(
+    src: &[u8],
+    start: usize,
+    max_depth: usize,
+    member: &mut impl FnMut((usize, usize), (usize, usize)),
+) -> Result<usize, JsonError> {
     let small = BitStack::<{ SMALL_DEPTH / 64 }> {
         words: [0],
         depth: 0,
     };
-    match validate_with(src, max_depth.min(SMALL_DEPTH), small, member) {
+    match validate_with(src, start, max_depth.min(SMALL_DEPTH), small, member) {
         Err(JsonError {
             kind: JsonErrorKind::TooDeep { .. },
             ..
@@ -225,22 +309,23 @@ fn validate_inner(
                 words: [0; MAX_DEPTH / 64],
                 depth: 0,
             };
-            validate_with(src, max_depth, full, member)
+            validate_with(src, start, max_depth, full, member)
         }
         other => other,
     }
 }
 
-/// [`validate_inner`] with a stack of `W` words.
+/// [`value_end`] with a stack of `W` words; calls `member` for the members
+/// of the value if it is an object.
 fn validate_with<const W: usize>(
     src: &[u8],
+    start: usize,
     max_depth: usize,
     mut stack: BitStack<W>,
     member: &mut impl FnMut((usize, usize), (usize, usize)),
-) -> Result<(), JsonError> {
-    crate::work::add(src.len());
+) -> Result<usize, JsonError> {
     let err = |kind, offset| Err(JsonError { kind, offset });
-    let mut i = skip_ws(src, 0);
+    let mut i = start;
     let root_is_object = src.get(i) == Some(&b'{');
     // The root member being read: its key's range and its value's start.
     let mut key = (0, 0);
@@ -313,10 +398,8 @@ fn validate_with<const W: usize>(
             }
         }
     }
-    if i < src.len() {
-        return err(JsonErrorKind::TrailingCharacters, i);
-    }
-    Ok(())
+    crate::work::add(i - start);
+    Ok(i)
 }
 
 /// Parses `"key"` `:` at `i`; returns the key's escaped range (inside the
@@ -451,12 +534,24 @@ fn string_end_from(src: &[u8], mut j: usize) -> Result<usize, JsonError> {
     }
 }
 
-fn digits_end(src: &[u8], i: usize) -> usize {
-    let rest = src.get(i..).unwrap_or_default();
-    i + rest
-        .iter()
-        .position(|b| !b.is_ascii_digit())
-        .unwrap_or(rest.len())
+/// Position after the run of ASCII digits starting at `i`. Eight bytes
+/// are tested at a time (timestamps have 13 digits): a byte is a digit if
+/// its high nibble is 3 and adding 6 does not carry out of its low nibble.
+fn digits_end(src: &[u8], mut i: usize) -> usize {
+    const NIBBLES: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    const THREES: u64 = 0x3030_3030_3030_3030;
+    const SIXES: u64 = 0x0606_0606_0606_0606;
+    while let Some(chunk) = src.get(i..i + 8) {
+        let w = u64::from_le_bytes(<[u8; 8]>::try_from(chunk).unwrap_or([0; 8]));
+        if w & NIBBLES != THREES || (w.wrapping_add(SIXES)) & NIBBLES != THREES {
+            break;
+        }
+        i += 8;
+    }
+    while src.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    i
 }
 
 /// Validates the number starting at `i`; returns the position after it.
@@ -713,7 +808,7 @@ impl<'a> RawJson<'a> {
 /// eight bytes at a time in a `u64` instead (SWAR). The classic zero-byte
 /// test can flag bytes above a real hit, never below it, so the lowest flag
 /// is exact.
-#[inline]
+#[inline(always)]
 fn special_byte(src: &[u8], mut j: usize, controls: bool) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
