@@ -102,7 +102,10 @@ impl<'a> Event<'a> {
             if rest == 0 {
                 break;
             }
-            *slot = values.get(rest.trailing_zeros() as usize).copied().flatten();
+            *slot = values
+                .get(rest.trailing_zeros() as usize)
+                .copied()
+                .flatten();
             rest &= rest.wrapping_sub(1);
         }
     }

@@ -196,8 +196,8 @@ pub fn validate(src: &[u8], limits: Limits) -> Result<(), JsonError> {
 
 /// Validates like [`validate`] and calls `member(key, value)` with the
 /// byte ranges of each member of a root object (the key's escaped bytes
-/// inside the quotes, and the value), in order; members of a text nested
-/// deeper than 64 levels may be reported twice.
+/// inside the quotes, and the value), in order. For an invalid text, the
+/// members before the error may be reported twice.
 pub(crate) fn validate_members(
     src: &[u8],
     limits: Limits,
@@ -1009,7 +1009,11 @@ impl<'a> Iterator for Tokens<'a> {
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
+
     use super::*;
+    use std::string::String;
+    use std::vec::Vec;
 
     fn ok(s: &str) -> bool {
         validate(s.as_bytes(), Limits::new()).is_ok()
@@ -1090,6 +1094,60 @@ mod tests {
         assert_eq!(e.kind, JsonErrorKind::UnexpectedToken(b'1'));
     }
 
+    /// The general loop alone: the result and the root members it reports.
+    fn general(src: &[u8], depth: usize) -> (Result<usize, JsonError>, Vec<(Range, Range)>) {
+        let mut members = Vec::new();
+        let end = value_end(src, skip_ws(src, 0), depth, &mut |k, v| members.push((k, v)));
+        (end, members)
+    }
+
+    type Range = (usize, usize);
+
+    #[test]
+    #[cfg_attr(miri, ignore = "thousands of texts: too slow under miri")]
+    fn root_fast_path_agrees_with_the_general_loop() {
+        let seeds: [&[u8]; 4] = [
+            br#"{"type":"A","n":-1.5e3,"o":{"x":[1,{"y":null}]},"t":true,"f":false,"z":null,"s":"a\"\u00e9"}"#,
+            b" { \"a\" : 1 , \"b\" : [ ] , \"c\" : { } }\r\n",
+            b"{}",
+            br#"{"k":[[[]]],"d":12345678901234567}"#,
+        ];
+        let bytes = b"\",:}]{[ \\0-ex\x1f\x7f";
+        let mut texts: Vec<Vec<u8>> = Vec::new();
+        for seed in seeds {
+            texts.extend((0..=seed.len()).map(|n| seed[..n].to_vec()));
+            for i in 0..seed.len() {
+                for &b in bytes {
+                    let mut t = seed.to_vec();
+                    t[i] = b;
+                    texts.push(t);
+                }
+            }
+        }
+        for text in &texts {
+            for depth in [1, 2, 3, 1024] {
+                let mut fast_members = Vec::new();
+                let fast = root_object(text, depth, &mut |k, v| fast_members.push((k, v)));
+                let (end, members) = general(text, depth);
+                let whole = matches!(end, Ok(e) if e == text.len());
+                if fast.is_some() {
+                    assert!(whole, "fast path accepted {:?}", String::from_utf8_lossy(text));
+                    assert_eq!(fast_members, members);
+                }
+                // `validate` is the fast path, then the general loop.
+                let expected = match end {
+                    Ok(e) if e < text.len() => Err(JsonError {
+                        kind: JsonErrorKind::TrailingCharacters,
+                        offset: e,
+                    }),
+                    other => other.map(|_| ()),
+                };
+                let limits = Limits { max_depth: depth };
+                assert_eq!(validate(text, limits), expected, "{:?}", String::from_utf8_lossy(text));
+            }
+        }
+    }
+
     #[test]
     fn depth_limit_is_its_own_error() {
         let mut deep = [b'['; 2000];
@@ -1130,6 +1188,25 @@ mod tests {
             RawJson::parse(b"1e400", Limits::new()).unwrap().as_f64(),
             Some(f64::INFINITY)
         );
+        // The integer fast path (up to 15 digits) agrees with parsing.
+        for text in [
+            "0",
+            "-0",
+            "7",
+            "-42",
+            "1700000000078",
+            "999999999999999",
+            "-999999999999999",
+            "9999999999999999",
+            "12345678901234567890",
+        ] {
+            let x = RawJson::parse(text.as_bytes(), Limits::new())
+                .unwrap()
+                .as_f64()
+                .unwrap();
+            let parsed: f64 = text.parse().unwrap();
+            assert_eq!(x.to_bits(), parsed.to_bits(), "{text}");
+        }
     }
 
     #[test]

@@ -1745,6 +1745,14 @@ mod tests {
         assert!(check(raw("9007199254740991"), &SafeInt, SITE).is_ok());
         assert!(check(raw("9007199254740993"), &SafeInt, SITE).is_err());
         assert!(check(raw("-1"), &Count, SITE).is_err());
+        // Plain integers up to 15 digits take a fast path; 16 and more are parsed.
+        assert!(check(raw("-999999999999999"), &SafeInt, SITE).is_ok());
+        assert!(check(raw("-999999999999999"), &Count, SITE).is_err());
+        assert!(check(raw("-0"), &Shape::NonNegInt, SITE).is_ok());
+        assert!(check(raw("-9007199254740991"), &SafeInt, SITE).is_ok());
+        assert!(check(raw("-9007199254740992"), &SafeInt, SITE).is_err());
+        assert!(check(raw("0"), &Count, SITE).is_ok());
+        assert!(check(raw("\"1\""), &SafeInt, SITE).is_err());
         assert!(check(raw("1e300"), &Shape::NonNegInt, SITE).is_ok());
         assert!(check(raw("1e400"), &Shape::NonNegInt, SITE).is_err());
         assert!(check(raw("1e400"), &Shape::Number, SITE).is_ok());

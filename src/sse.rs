@@ -1154,6 +1154,11 @@ mod tests {
         b"data: one\ndata: two\ndata: three\ndata",
         b"\r\r\n\n\r\ndata:\r\ndata:\r\n",
         b"e\nev\nevent\nevent:\nevent: \nid:\nid: \ni\nid\x00\ndata: z\n\n",
+        // Shapes at the edge of the one-line fast path: no space, empty
+        // values, a field line before the data line, two data lines, CR
+        // endings, a blank line with CR, and a last block cut short.
+        b"data: a\n\ndata:b\n\ndata: \n\ndata:\n\nevent: e\ndata: c\n\nid: 5\ndata: d\n\n\
+          data: e\ndata: f\n\ndata: g\r\n\ndata: h\n\r\ndata:  i\n\n: x\n\ndata: j\n",
     ];
 
     #[test]
