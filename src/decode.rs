@@ -38,10 +38,17 @@ impl fmt::Display for DecodeError {
 const MAX_KEY_LEN: usize = 32;
 
 /// The [`Key`] a member name denotes, decoding escapes if there are any.
+#[inline(always)]
 fn key_of(name: JsonStr<'_>) -> Option<Key> {
-    if let Some(k) = Key::from_bytes(name.raw()) {
-        return Some(k);
+    match Key::from_bytes(name.raw()) {
+        Some(k) => Some(k),
+        None => escaped_key_of(name),
     }
+}
+
+/// [`key_of`] for a name not found as written.
+#[cold]
+fn escaped_key_of(name: JsonStr<'_>) -> Option<Key> {
     memchr::memchr(b'\\', name.raw())?;
     let mut buf = [0u8; MAX_KEY_LEN];
     let text = name.unescape_into(&mut buf).ok()?;

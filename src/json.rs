@@ -537,7 +537,7 @@ fn string_end_from(src: &[u8], mut j: usize) -> Result<usize, JsonError> {
 /// Position after the run of ASCII digits starting at `i`. Eight bytes
 /// are tested at a time (timestamps have 13 digits): a byte is a digit if
 /// its high nibble is 3 and adding 6 does not carry out of its low nibble.
-fn digits_end(src: &[u8], mut i: usize) -> usize {
+pub(crate) fn digits_end(src: &[u8], mut i: usize) -> usize {
     const NIBBLES: u64 = 0xF0F0_F0F0_F0F0_F0F0;
     const THREES: u64 = 0x3030_3030_3030_3030;
     const SIXES: u64 = 0x0606_0606_0606_0606;

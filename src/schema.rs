@@ -15,7 +15,7 @@
 use core::fmt;
 
 use crate::event_type::{EventType, Key};
-use crate::json::{JsonKind, RawJson};
+use crate::json::{self, JsonKind, RawJson};
 use crate::string::JsonStr;
 
 /// Which version of the protocol to accept and emit.
@@ -1280,7 +1280,7 @@ pub(crate) fn check(v: RawJson<'_>, shape: &Shape, site: Site) -> Check {
                 // timestamp) is a safe integer; only its sign can fail.
                 let bytes = v.as_bytes();
                 let digits = bytes.strip_prefix(b"-").unwrap_or(bytes);
-                if digits.len() <= 15 && digits.iter().all(u8::is_ascii_digit) {
+                if digits.len() <= 15 && json::digits_end(digits, 0) == digits.len() {
                     let negative = digits.len() < bytes.len() && digits != b"0";
                     return match *shape {
                         Shape::Count | Shape::NonNegInt if negative => {

@@ -433,8 +433,10 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
         let Some(i) = self.find_open(kind, id) else {
             return self.reject(event, Rule::NotOpen(kind), "", [Some(id), None, None, None]);
         };
-        let owner = self.owner_if_tagged(event, owned, id);
-        self.check_owner(event, owner, owned.label(), id)?;
+        if event.subagent_run_id().is_some() {
+            let owner = self.owner_of(owned, id);
+            self.check_owner(event, owner, owned.label(), id)?;
+        }
         if closes {
             self.open.remove(i);
         }
