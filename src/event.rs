@@ -66,14 +66,15 @@ impl<'a> Event<'a> {
     /// An event of type `ty` with no members yet (for events a stage
     /// synthesizes).
     pub(crate) fn empty(ty: EventType, dialect: Dialect, object: Option<RawJson<'a>>) -> Self {
-        let named = schema::event_fields(dialect, ty)
-            .iter()
-            .fold(0, |m, f| m | key_bit(f.key));
+        let named = match dialect {
+            Dialect::V1 => NAMED_V1.get(ty as usize),
+            Dialect::V0 => NAMED_V0.get(ty as usize),
+        };
         Event {
             ty,
             dialect,
             object,
-            named,
+            named: named.copied().unwrap_or(0),
             slots: [None; MAX_EVENT_FIELDS],
             passthrough_tag: None,
         }
@@ -251,6 +252,29 @@ const _: () = assert!(KEY_COUNT <= 64);
 const fn key_bit(key: Key) -> u64 {
     1 << (key as u32 % 64)
 }
+
+/// [`Event::named`] of every event type in `dialect`, indexed by type,
+/// computed at compile time.
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)] // const evaluation: an error is a build error
+const fn named_masks(dialect: Dialect) -> [u64; EventType::ALL.len()] {
+    let mut masks = [0; EventType::ALL.len()];
+    let mut t = 0;
+    while t < EventType::ALL.len() {
+        let ty = EventType::ALL[t];
+        assert!(ty as usize == t);
+        let fields = schema::event_fields(dialect, ty);
+        let mut f = 0;
+        while f < fields.len() {
+            masks[t] |= key_bit(fields[f].key);
+            f += 1;
+        }
+        t += 1;
+    }
+    masks
+}
+
+static NAMED_V1: [u64; EventType::ALL.len()] = named_masks(Dialect::V1);
+static NAMED_V0: [u64; EventType::ALL.len()] = named_masks(Dialect::V0);
 
 impl fmt::Debug for Event<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -1097,7 +1097,9 @@ mod tests {
     /// The general loop alone: the result and the root members it reports.
     fn general(src: &[u8], depth: usize) -> (Result<usize, JsonError>, Vec<(Range, Range)>) {
         let mut members = Vec::new();
-        let end = value_end(src, skip_ws(src, 0), depth, &mut |k, v| members.push((k, v)));
+        let end = value_end(src, skip_ws(src, 0), depth, &mut |k, v| {
+            members.push((k, v))
+        });
         (end, members)
     }
 
@@ -1131,7 +1133,11 @@ mod tests {
                 let (end, members) = general(text, depth);
                 let whole = matches!(end, Ok(e) if e == text.len());
                 if fast.is_some() {
-                    assert!(whole, "fast path accepted {:?}", String::from_utf8_lossy(text));
+                    assert!(
+                        whole,
+                        "fast path accepted {:?}",
+                        String::from_utf8_lossy(text)
+                    );
                     assert_eq!(fast_members, members);
                 }
                 // `validate` is the fast path, then the general loop.
@@ -1143,7 +1149,12 @@ mod tests {
                     other => other.map(|_| ()),
                 };
                 let limits = Limits { max_depth: depth };
-                assert_eq!(validate(text, limits), expected, "{:?}", String::from_utf8_lossy(text));
+                assert_eq!(
+                    validate(text, limits),
+                    expected,
+                    "{:?}",
+                    String::from_utf8_lossy(text)
+                );
             }
         }
     }

@@ -943,7 +943,7 @@ pub(crate) const MAX_EVENT_FIELDS: usize = 10;
 
 /// The members `ty` may carry in `dialect`. For V1's legacy `THINKING_*`
 /// types: what survives their translation to `REASONING_*`.
-pub(crate) fn event_fields(dialect: Dialect, ty: EventType) -> &'static [EventField] {
+pub(crate) const fn event_fields(dialect: Dialect, ty: EventType) -> &'static [EventField] {
     use EventType as T;
     use Key as K;
     match dialect {

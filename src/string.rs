@@ -214,6 +214,7 @@ impl JsonStr<'_> {
 }
 
 impl PartialEq for JsonStr<'_> {
+    #[inline]
     fn eq(&self, other: &Self) -> bool {
         if self.raw == other.raw {
             return true;
