@@ -74,13 +74,29 @@ pub(crate) struct Entry<K> {
 }
 
 /// A fixed-capacity, insertion-ordered table of ids, each with a kind and
-/// an owner. Lookups are linear: `N` is small and entries are compared
-/// first by length.
+/// an owner.
+///
+/// Tables of up to [`INDEXED_CAPACITY`] entries (the open-id tables) keep a
+/// hash index, so a lookup costs one hash and a probe or two whatever the
+/// number of entries; larger tables (the owner table) scan a dense array of
+/// 32-bit hashes. A table of four entries or fewer compares ids directly.
 #[derive(Clone, Debug)]
 pub(crate) struct IdTable<K: Copy, const N: usize, const L: usize> {
-    /// Each id with its entry and the hash of its decoded text.
-    ids: heapless::Vec<(StoredStr<L>, Entry<K>, u32), N>,
+    /// Each id with its entry.
+    ids: heapless::Vec<(StoredStr<L>, Entry<K>), N>,
+    /// The hash of each id's decoded text, at the same position.
+    hashes: heapless::Vec<u32, N>,
+    /// Open addressing with linear probing: a slot holds a position in
+    /// `ids`, or [`NO_ENTRY`]. Rebuilt when positions shift (removal).
+    index: [u8; INDEX_SLOTS],
 }
+
+/// Slots of the hash index (a power of two).
+const INDEX_SLOTS: usize = 64;
+/// Largest table that keeps an index: the index is at most half full.
+pub(crate) const INDEXED_CAPACITY: usize = INDEX_SLOTS / 2;
+/// An empty index slot.
+const NO_ENTRY: u8 = u8::MAX;
 
 /// The table is full or the id is too long.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,14 +112,20 @@ impl From<TooLong> for Full {
 }
 
 impl<K: Copy + PartialEq, const N: usize, const L: usize> IdTable<K, N, L> {
+    const INDEXED: bool = N <= INDEXED_CAPACITY;
+
     pub(crate) const fn new() -> Self {
         IdTable {
             ids: heapless::Vec::new(),
+            hashes: heapless::Vec::new(),
+            index: [NO_ENTRY; INDEX_SLOTS],
         }
     }
 
     pub(crate) fn clear(&mut self) {
         self.ids.clear();
+        self.hashes.clear();
+        self.index = [NO_ENTRY; INDEX_SLOTS];
     }
 
     /// Position of `id` with kind `kind`.
@@ -111,7 +133,7 @@ impl<K: Copy + PartialEq, const N: usize, const L: usize> IdTable<K, N, L> {
         self.find_where(id, |k| k == kind)
     }
 
-    /// Position of `id` of any kind matching `pred`.
+    /// First position of `id` with a kind matching `pred`.
     pub(crate) fn find_where(&self, id: JsonStr<'_>, pred: impl Fn(K) -> bool) -> Option<usize> {
         // A few entries (the usual open-id table) are cheaper to compare
         // than to hash.
@@ -119,20 +141,39 @@ impl<K: Copy + PartialEq, const N: usize, const L: usize> IdTable<K, N, L> {
             return self
                 .ids
                 .iter()
-                .position(|(s, e, _)| pred(e.kind) && s.text() == id);
+                .position(|(s, e)| pred(e.kind) && s.text() == id);
         }
+        let matches = |i: usize| {
+            self.ids
+                .get(i)
+                .is_some_and(|(s, e)| pred(e.kind) && s.text() == id)
+        };
         let hash = id.text_hash();
-        self.ids
-            .iter()
-            .position(|(s, e, h)| *h == hash && pred(e.kind) && s.text() == id)
+        let same_hash = |i: usize| self.hashes.get(i) == Some(&hash);
+        if Self::INDEXED {
+            // Every entry with this hash is in the probe run that starts at
+            // its slot; the first position among the matches is the answer.
+            let mut first = None;
+            for slot in probe(hash) {
+                let i = match self.index.get(slot) {
+                    Some(&NO_ENTRY) | None => break,
+                    Some(&i) => usize::from(i),
+                };
+                if same_hash(i) && first.is_none_or(|f| i < f) && matches(i) {
+                    first = Some(i);
+                }
+            }
+            return first;
+        }
+        (0..self.hashes.len()).find(|&i| same_hash(i) && matches(i))
     }
 
     pub(crate) fn get(&self, i: usize) -> Option<(&StoredStr<L>, Entry<K>)> {
-        self.ids.get(i).map(|(s, e, _)| (s, *e))
+        self.ids.get(i).map(|(s, e)| (s, *e))
     }
 
     pub(crate) fn set_entry(&mut self, i: usize, entry: Entry<K>) {
-        if let Some((_, e, _)) = self.ids.get_mut(i) {
+        if let Some((_, e)) = self.ids.get_mut(i) {
             *e = entry;
         }
     }
@@ -140,10 +181,41 @@ impl<K: Copy + PartialEq, const N: usize, const L: usize> IdTable<K, N, L> {
     /// Appends `id`; returns its position.
     pub(crate) fn push(&mut self, id: JsonStr<'_>, entry: Entry<K>) -> Result<usize, Full> {
         let s = StoredStr::new(id)?;
-        self.ids
-            .push((s, entry, id.text_hash()))
-            .map_err(|_| Full::Entries)?;
-        Ok(self.ids.len().saturating_sub(1))
+        let hash = id.text_hash();
+        let position = self.ids.len();
+        self.ids.push((s, entry)).map_err(|_| Full::Entries)?;
+        if self.hashes.push(hash).is_err() {
+            self.ids.truncate(position);
+            return Err(Full::Entries);
+        }
+        if Self::INDEXED {
+            self.index_entry(position, hash);
+        }
+        Ok(position)
+    }
+
+    /// Records position `i` (holding `hash`) in the first free slot of its
+    /// probe run (the index is never more than half full).
+    fn index_entry(&mut self, i: usize, hash: u32) {
+        let Ok(i) = u8::try_from(i) else { return };
+        for slot in probe(hash) {
+            if let Some(free @ &mut NO_ENTRY) = self.index.get_mut(slot) {
+                *free = i;
+                return;
+            }
+        }
+    }
+
+    /// Rebuilds the index after positions changed.
+    fn reindex(&mut self) {
+        if Self::INDEXED {
+            self.index = [NO_ENTRY; INDEX_SLOTS];
+            for i in 0..self.hashes.len() {
+                if let Some(&hash) = self.hashes.get(i) {
+                    self.index_entry(i, hash);
+                }
+            }
+        }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -163,19 +235,31 @@ impl<K: Copy + PartialEq, const N: usize, const L: usize> IdTable<K, N, L> {
 
     /// Drops the entries from position `len` on.
     pub(crate) fn truncate(&mut self, len: usize) {
-        self.ids.truncate(len);
+        if len < self.ids.len() {
+            self.ids.truncate(len);
+            self.hashes.truncate(len);
+            self.reindex();
+        }
     }
 
     /// Removes the entry at `i`, keeping the others in order.
     pub(crate) fn remove(&mut self, i: usize) {
-        if i < self.ids.len() {
+        if i < self.ids.len() && i < self.hashes.len() {
             self.ids.remove(i);
+            self.hashes.remove(i);
+            self.reindex();
         }
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&StoredStr<L>, Entry<K>)> {
-        self.ids.iter().map(|(s, e, _)| (s, *e))
+        self.ids.iter().map(|(s, e)| (s, *e))
     }
+}
+
+/// The index slots a hash probes, in order (all of them, once).
+fn probe(hash: u32) -> impl Iterator<Item = usize> {
+    let start = hash as usize;
+    (0..INDEX_SLOTS).map(move |k| start.wrapping_add(k) % INDEX_SLOTS)
 }
 
 #[cfg(test)]

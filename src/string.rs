@@ -197,19 +197,94 @@ fn is_plain_ascii(raw: &[u8]) -> bool {
 }
 
 impl JsonStr<'_> {
-    /// A hash of the decoded text (FNV-1a over code points): equal texts,
-    /// however spelled, hash equal. For quick rejection in id tables.
+    /// A hash of the decoded text: equal texts, however spelled, hash
+    /// equal. For quick rejection in id tables.
+    ///
+    /// The text is hashed as a byte stream (ASCII code points as
+    /// themselves, others as `0xFF` and four bytes), eight bytes per step.
+    /// A plain ASCII id is that stream already: its raw words are hashed as
+    /// they are read, and the first word holding a non-ASCII byte or a
+    /// backslash sends the whole id to the decoding path instead.
     pub(crate) fn text_hash(&self) -> u32 {
-        const PRIME: u32 = 0x0100_0193;
-        let step = |h: u32, b: u8| (h ^ u32::from(b)).wrapping_mul(PRIME);
-        if is_plain_ascii(self.raw) {
-            return self.raw.iter().fold(0x811c_9dc5, |h, &b| step(h, b));
+        const HIGH: u64 = 0x8080_8080_8080_8080;
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        let mut hash = WordHash::default();
+        let mut words = self.raw.chunks_exact(8);
+        for word in &mut words {
+            let w = u64::from_le_bytes(<[u8; 8]>::try_from(word).unwrap_or([0; 8]));
+            let backslash = w ^ (ONES * u64::from(b'\\'));
+            if (w | (backslash.wrapping_sub(ONES) & !backslash)) & HIGH != 0 {
+                return self.decoded_hash();
+            }
+            hash.word(w);
         }
-        self.chars()
-            .fold(0x811c_9dc5, |h, c| match u8::try_from(c) {
-                Ok(b) if b < 0x80 => step(h, b),
-                _ => c.to_le_bytes().into_iter().fold(step(h, 0xFF), step),
-            })
+        for &b in words.remainder() {
+            if b >= 0x80 || b == b'\\' {
+                return self.decoded_hash();
+            }
+            hash.byte(b);
+        }
+        hash.finish()
+    }
+
+    /// [`text_hash`](Self::text_hash) of a text that needs decoding.
+    #[cold]
+    fn decoded_hash(&self) -> u32 {
+        let mut hash = WordHash::default();
+        for c in self.chars() {
+            match u8::try_from(c) {
+                Ok(b) if b < 0x80 => hash.byte(b),
+                _ => {
+                    hash.byte(0xFF);
+                    c.to_le_bytes().into_iter().for_each(|b| hash.byte(b));
+                }
+            }
+        }
+        hash.finish()
+    }
+}
+
+/// A multiply-rotate hash of a byte stream, fed whole little-endian words
+/// or single bytes (both give the same result for the same stream).
+#[derive(Default)]
+struct WordHash {
+    state: u64,
+    /// Bytes of an incomplete word, and how many.
+    pending: u64,
+    pending_len: u32,
+    len: u64,
+}
+
+impl WordHash {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+
+    fn word(&mut self, w: u64) {
+        self.state = (self.state ^ w).wrapping_mul(Self::K).rotate_left(29);
+        self.len = self.len.wrapping_add(8);
+    }
+
+    fn byte(&mut self, b: u8) {
+        self.pending |= u64::from(b) << (self.pending_len.wrapping_mul(8) % 64);
+        self.pending_len = self.pending_len.wrapping_add(1);
+        if self.pending_len == 8 {
+            self.word(self.pending);
+            self.pending = 0;
+            self.pending_len = 0;
+        }
+    }
+
+    fn finish(mut self) -> u32 {
+        let len = self.len.wrapping_add(u64::from(self.pending_len));
+        self.state = (self.state ^ self.pending).wrapping_mul(Self::K);
+        // Multiplication only carries differences upwards: fold the high
+        // bits down (MurmurHash3's finalizer) so that every bit counts.
+        let mut h = self.state ^ len;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
+        h ^= h >> 33;
+        h as u32
     }
 }
 
@@ -429,6 +504,11 @@ mod tests {
         assert_eq!(h(br"\u0041b"), h(b"Ab"));
         assert_eq!(h("\u{e9}\u{1F600}".as_bytes()), h(br"\u00e9\ud83d\ude00"));
         assert_ne!(h(b"ab"), h(b"ba"));
+        // Whole words hashed as read agree with a text decoded byte by byte.
+        assert_eq!(h(br"abcdefgh\u0069jklmnopq"), h(b"abcdefghijklmnopq"));
+        assert_eq!(h(br"\u0061bcdefgh"), h(b"abcdefgh"));
+        assert_ne!(h(b"abcdefgh"), h(b"abcdefgh\0"));
+        assert_ne!(h(b""), h(b"\0"));
     }
 
     #[test]
