@@ -264,6 +264,8 @@ fn probe(hash: u32) -> impl Iterator<Item = usize> {
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
+
     use super::*;
 
     #[test]
@@ -289,5 +291,75 @@ mod tests {
         assert_eq!(t.find(1, JsonStr::from_escaped(b"b")), None);
         t.remove(0);
         assert_eq!(t.find(0, JsonStr::from_escaped(b"b")), Some(0));
+    }
+
+    fn text(raw: &[u8]) -> JsonStr<'_> {
+        JsonStr::from_escaped(raw)
+    }
+
+    /// Random pushes, removals and truncations; every lookup must give the
+    /// first matching position, as a plain scan would.
+    fn agrees_with_a_scan<const N: usize>() {
+        let ids: [&[u8]; 12] = [
+            b"a",
+            b"b",
+            b"call-1",
+            b"call-2",
+            br"call-\u0031",
+            b"msg-0001",
+            b"msg-0002",
+            b"0123456789abcdef",
+            b"0123456789abcdeg",
+            br"\u00e9t\u00e9",
+            "\u{e9}t\u{e9}".as_bytes(),
+            b"",
+        ];
+        let mut t = IdTable::<u8, N, 24>::new();
+        let mut model: std::vec::Vec<(&[u8], u8)> = std::vec::Vec::new();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for _ in 0..5000 {
+            match next(10) {
+                0..=4 if model.len() < N => {
+                    let (id, kind) = (ids[next(ids.len())], next(3) as u8);
+                    let e = Entry { kind, owner: None };
+                    assert_eq!(t.push(text(id), e), Ok(model.len()));
+                    model.push((id, kind));
+                }
+                5 if !model.is_empty() => {
+                    let i = next(model.len());
+                    t.remove(i);
+                    model.remove(i);
+                }
+                6 => {
+                    let len = next(model.len() + 1);
+                    t.truncate(len);
+                    model.truncate(len);
+                }
+                _ => {}
+            }
+            assert_eq!(t.len(), model.len());
+            for id in ids {
+                for kind in 0..3u8 {
+                    let expected = model
+                        .iter()
+                        .position(|&(m, k)| k == kind && text(m) == text(id));
+                    assert_eq!(t.find(kind, text(id)), expected);
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "thousands of lookups: too slow under miri")]
+    fn lookups_agree_with_a_scan() {
+        agrees_with_a_scan::<8>();
+        agrees_with_a_scan::<INDEXED_CAPACITY>();
+        agrees_with_a_scan::<40>();
     }
 }
