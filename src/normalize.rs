@@ -126,6 +126,11 @@ struct Lane<const L: usize> {
     parent: Option<StoredStr<L>>,
 }
 
+/// The strings a chunk error's message names, kept for [`Normalizer::describe`].
+fn detail<const L: usize>(strs: [Option<JsonStr<'_>>; 3]) -> [Option<StoredStr<L>>; 3] {
+    strs.map(|s| s.and_then(|s| StoredStr::new(s).ok()))
+}
+
 fn stored<const L: usize>(s: Option<JsonStr<'_>>) -> Result<Option<StoredStr<L>>, ChunkError> {
     s.map(|s| StoredStr::new(s).map_err(|_| ChunkError::IdTooLong))
         .transpose()
@@ -174,9 +179,7 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
     }
 
     fn fail(&mut self, e: ChunkError, strs: [Option<JsonStr<'_>>; 3]) -> ChunkError {
-        for (slot, s) in self.detail.iter_mut().zip(strs) {
-            *slot = s.and_then(|s| StoredStr::new(s).ok());
-        }
+        self.detail = detail(strs);
         e
     }
 
@@ -249,6 +252,9 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
                     self.close_owner(Some(owner), emit)?;
                 }
             }
+            // Nothing to close: the usual case, decided without reading
+            // the event.
+            _ if self.lanes.is_empty() => {}
             _ => {
                 // V0 passes unknown members through, so even events whose
                 // schema has no subagentRunId close the lane it names: a
@@ -375,7 +381,7 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
             emit(&self.start(kind, chunk, role)).map_err(Stop::Downstream)?;
             self.lanes.len().checked_sub(1)
         };
-        let Some(lane) = lane_index.and_then(|i| self.lanes.get(i)).copied() else {
+        let Some(lane) = lane_index.and_then(|i| self.lanes.get(i)) else {
             return Ok(());
         };
         let content_type = match kind {
@@ -415,7 +421,7 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
     /// V1: a continuation may repeat the opener's fields, but only with the
     /// same values.
     fn agree(&mut self, at: Option<usize>, chunk: &Event<'_>) -> Result<(), ChunkError> {
-        let Some(lane) = at.and_then(|i| self.lanes.get(i)).copied() else {
+        let Some(lane) = at.and_then(|i| self.lanes.get(i)) else {
             return Ok(());
         };
         let checks: [(&'static str, Option<JsonStr<'_>>, Option<JsonStr<'_>>); 2] = match lane.kind
@@ -447,7 +453,9 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
                     kind: lane.kind,
                     field,
                 };
-                return Err(self.fail(err, [Some(lane.id.text()), Some(incoming), established]));
+                // (`fail` would borrow `self` while `lane` does.)
+                self.detail = detail([Some(lane.id.text()), Some(incoming), established]);
+                return Err(err);
             }
         }
         Ok(())
