@@ -405,22 +405,24 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> Stages<OPEN, O
                 frame.payload_offset,
             )
         };
-        let event = match decode(frame.payload, self.config.dialect, self.config.limits) {
+        // Matched by reference: the event view is not copied out.
+        let decoded = decode(frame.payload, self.config.dialect, self.config.limits);
+        let event = match &decoded {
             Ok(Some(event)) => event,
             Ok(None) => return Ok(()),
             Err(e) if monitor => {
-                let e = decode_error(e);
+                let e = decode_error(*e);
                 self.violations = self.violations.saturating_add(1);
                 sink.violation(&e, &e);
                 return Ok(());
             }
-            Err(e) => return Err(decode_error(e)),
+            Err(e) => return Err(decode_error(*e)),
         };
         let translated = match self.config.dialect {
-            Dialect::V1 => self.translator.translate(&event),
+            Dialect::V1 => self.translator.translate(event),
             Dialect::V0 => None,
         };
-        let event = translated.as_ref().unwrap_or(&event);
+        let event = translated.as_ref().unwrap_or(event);
         let mut info = FrameInfo {
             index: frame.index,
             start: frame.start,
