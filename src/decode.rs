@@ -7,7 +7,7 @@ use crate::event::Event;
 use crate::event_type::{EventType, KEY_COUNT, Key};
 use crate::json::{self, JsonError, JsonKind, Limits, RawJson};
 use crate::schema::{
-    self, Dialect, Fault, Presence, SchemaError, SchemaProblem, Shape, Site, Verdict,
+    self, Dialect, Fault, Presence, SchemaError, SchemaProblem, Site, Verdict,
 };
 use crate::string::JsonStr;
 
@@ -136,9 +136,10 @@ pub fn decode(
             field: f.key.as_str(),
         };
         let value = match (*slot, f.presence) {
-            // Most members are strings, or absent and optional: decided here.
+            // Most members are strings or timestamps, or absent and
+            // optional: decided here.
             (Some(v), Presence::Required | Presence::Optional)
-                if matches!(f.shape, Shape::Str) && v.kind() == JsonKind::String =>
+                if schema::passes_quickly(v, &f.shape) =>
             {
                 continue;
             }

@@ -1259,6 +1259,23 @@ fn is_integral(x: f64) -> bool {
     x.is_finite() && (x.abs() >= 4_503_599_627_370_496.0 || (x as i64) as f64 == x)
 }
 
+/// True if `v` certainly passes `shape` unchanged, decided cheaply: the
+/// shapes of most members (strings, timestamps, anything). `false` means
+/// "ask [`check`]".
+#[inline]
+pub(crate) fn passes_quickly(v: RawJson<'_>, shape: &Shape) -> bool {
+    match shape {
+        Shape::Any => true,
+        Shape::Str => v.kind() == JsonKind::String,
+        // A plain non-negative integer of at most 15 digits is a safe one.
+        Shape::SafeInt | Shape::Count | Shape::NonNegInt => {
+            let digits = v.as_bytes();
+            (1..=15).contains(&digits.len()) && json::digits_end(digits, 0) == digits.len()
+        }
+        _ => false,
+    }
+}
+
 /// Checks `v` against `shape`.
 pub(crate) fn check(v: RawJson<'_>, shape: &Shape, site: Site) -> Check {
     let keep = Ok(Verdict::Keep);
