@@ -6,9 +6,7 @@ use crate::error::Capacity;
 use crate::event::Event;
 use crate::event_type::{EventType, KEY_COUNT, Key};
 use crate::json::{self, JsonError, JsonKind, Limits, RawJson};
-use crate::schema::{
-    self, Dialect, Fault, Presence, SchemaError, SchemaProblem, Site, Verdict,
-};
+use crate::schema::{self, Dialect, Fault, Presence, SchemaError, SchemaProblem, Site, Verdict};
 use crate::string::JsonStr;
 
 /// Why a payload did not decode.

@@ -32,8 +32,8 @@ pub struct Event<'a> {
     /// Bit `k` is set for each key `k` the type's schema names.
     named: u64,
     /// The members the type's schema names, in key order: the member of
-    /// key `k` is in slot `(named & ((1 << k) - 1)).count_ones()`, so a
-    /// lookup is a bit test and a popcount.
+    /// key `k` is in slot `(named & ((1 << k) - 1)).count_ones()`, which a
+    /// table computed at compile time holds (one load per lookup).
     slots: [Option<RawJson<'a>>; MAX_EVENT_FIELDS],
     /// V0: a `subagentRunId` member the event's schema does not describe,
     /// passed through as received (later stages still read it).
@@ -92,8 +92,12 @@ impl<'a> Event<'a> {
 
     /// The slot of `key`, if the event's schema names it.
     fn slot(&self, key: Key) -> Option<usize> {
-        let bit = key_bit(key);
-        (self.named & bit != 0).then(|| (self.named & bit.wrapping_sub(1)).count_ones() as usize)
+        let slots = match self.dialect {
+            Dialect::V1 => &SLOTS_V1,
+            Dialect::V0 => &SLOTS_V0,
+        };
+        let slot = *slots.get(self.ty as usize)?.get(key as usize)?;
+        (slot != NO_SLOT).then_some(usize::from(slot))
     }
 
     /// Sets every member the schema names from `values`, indexed by key.
@@ -275,6 +279,33 @@ const fn named_masks(dialect: Dialect) -> [u64; EventType::ALL.len()] {
 
 static NAMED_V1: [u64; EventType::ALL.len()] = named_masks(Dialect::V1);
 static NAMED_V0: [u64; EventType::ALL.len()] = named_masks(Dialect::V0);
+
+/// A key the event's schema does not name.
+const NO_SLOT: u8 = u8::MAX;
+
+/// The slot of each key in each event type's view, from [`named_masks`].
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)] // const evaluation: an error is a build error
+const fn slot_tables(dialect: Dialect) -> [[u8; KEY_COUNT]; EventType::ALL.len()] {
+    let masks = named_masks(dialect);
+    let mut tables = [[NO_SLOT; KEY_COUNT]; EventType::ALL.len()];
+    let mut t = 0;
+    while t < masks.len() {
+        let mut k = 0;
+        let mut next = 0;
+        while k < KEY_COUNT {
+            if masks[t] & (1 << k) != 0 {
+                tables[t][k] = next;
+                next += 1;
+            }
+            k += 1;
+        }
+        t += 1;
+    }
+    tables
+}
+
+static SLOTS_V1: [[u8; KEY_COUNT]; EventType::ALL.len()] = slot_tables(Dialect::V1);
+static SLOTS_V0: [[u8; KEY_COUNT]; EventType::ALL.len()] = slot_tables(Dialect::V0);
 
 impl fmt::Debug for Event<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
