@@ -412,11 +412,11 @@ impl<'b> SseFramer<'b> {
                     continue;
                 }
             }
-            if let Some(d) = self.whole_data_block(rest, at, cur) {
+            let found = memchr2(b'\n', b'\r', rest);
+            if let Some(d) = found.and_then(|k| self.whole_data_block(rest, k, at, cur)) {
                 *i = at.saturating_add(d.len);
                 return Ok(Some(d.dispatch));
             }
-            let found = memchr2(b'\n', b'\r', rest);
             crate::work::add(found.map_or(rest.len(), |k| k.saturating_add(1)));
             match found {
                 Some(k) => {
@@ -437,25 +437,30 @@ impl<'b> SseFramer<'b> {
     }
 
     /// Fast path for the shape nearly every frame has: at the start of a line, with no data
-    /// line yet in the block, `rest` begins with `data:`, one line and a blank line, all LF.
-    /// The frame is dispatched straight from the input, with exactly the outcome the line
-    /// state machine would reach; anything else (CR, a split, a second data line) is `None`
-    /// and takes the general path.
-    fn whole_data_block(&mut self, rest: &[u8], at: usize, cur: Cursor) -> Option<FastBlock> {
-        if self.line != Line::Start || self.mode != Mode::Empty || self.pending_cr {
+    /// line yet in the block, `rest` begins with a `data:` line that ends (at `rest[eol]`,
+    /// the first CR or LF) in LF and a blank line, LF too. The frame is dispatched straight
+    /// from the input, with exactly the outcome the line state machine would reach; anything
+    /// else (CR, a split, a second data line) is `None` and takes the general path.
+    fn whole_data_block(
+        &mut self,
+        rest: &[u8],
+        eol: usize,
+        at: usize,
+        cur: Cursor,
+    ) -> Option<FastBlock> {
+        if self.line != Line::Start || self.mode != Mode::Empty {
             return None;
         }
-        let value = rest.strip_prefix(b"data:")?;
+        let value = rest.get(..eol)?.strip_prefix(b"data:")?;
+        if rest.get(eol..eol.checked_add(2)?)? != b"\n\n" {
+            return None;
+        }
         let skip = usize::from(value.first() == Some(&b' '));
-        let eol = memchr2(b'\n', b'\r', value)?;
-        if value.get(eol..eol.checked_add(2)?)? != b"\n\n" {
-            return None;
-        }
-        // "data:" + value line + "\n\n".
-        let len = eol.checked_add(7)?;
+        // The line and the blank line.
+        let len = eol.checked_add(2)?;
         crate::work::add(len);
         let a = at.saturating_add(5).saturating_add(skip);
-        let b = at.saturating_add(5).saturating_add(eol);
+        let b = at.saturating_add(eol);
         if self.block_start.is_none() {
             self.block_start = Some(cur.at(at));
         }
@@ -1471,6 +1476,34 @@ mod tests {
         };
         let s = std::format!("{e}");
         assert!(s.contains("4-byte") && s.contains("offset 7"), "{s}");
+    }
+
+    /// The one-line fast path takes the usual shape and nothing else (that
+    /// it gives the general path's result is `split_invariance`'s job).
+    #[test]
+    fn fast_path_takes_one_line_lf_blocks_only() {
+        let takes = |block: &[u8]| {
+            let mut buf = [0u8; 64];
+            let mut framer = SseFramer::new(&mut buf);
+            let cur = Cursor { base: 0, start: 0 };
+            let eol = memchr2(b'\n', b'\r', block).unwrap_or(block.len());
+            framer
+                .whole_data_block(block, eol, 0, cur)
+                .map(|d| (d.len, d.dispatch.payload_offset))
+        };
+        assert_eq!(takes(b"data: {}\n\n"), Some((10, 6)));
+        assert_eq!(takes(b"data:{}\n\nmore"), Some((9, 5)));
+        assert_eq!(takes(b"data:\n\n"), Some((7, 5)));
+        for other in [
+            &b"data: {}\r\n\r\n"[..],
+            b"data: {}\n",
+            b"data: {}\ndata: {}\n\n",
+            b"event: e\n\n",
+            b": data\n\n",
+            b"dat\n\n",
+        ] {
+            assert_eq!(takes(other), None, "{other:?}");
+        }
     }
 
     #[test]
