@@ -498,7 +498,7 @@ fn string_end_from(src: &[u8], mut j: usize) -> Result<usize, JsonError> {
 /// Position after the run of ASCII digits starting at `i`. Eight bytes
 /// are tested at a time (timestamps have 13 digits): a byte is a digit if
 /// its high nibble is 3 and adding 6 does not carry out of its low nibble.
-pub(crate) fn digits_end(src: &[u8], mut i: usize) -> usize {
+fn digits_end(src: &[u8], mut i: usize) -> usize {
     const NIBBLES: u64 = 0xF0F0_F0F0_F0F0_F0F0;
     const THREES: u64 = 0x3030_3030_3030_3030;
     const SIXES: u64 = 0x0606_0606_0606_0606;
@@ -695,23 +695,26 @@ impl<'a> RawJson<'a> {
         if self.kind() != JsonKind::Number {
             return None;
         }
-        // Fast path for plain integers (timestamps): up to 15 digits are
-        // below 2^53, so the conversion is exact, as parsing would be.
+        if let Some((negative, digits)) = self.short_int() {
+            // Up to 15 digits are below 2^53: exact, as parsing would be.
+            let n = digits
+                .iter()
+                .fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'));
+            let x = n as f64;
+            return Some(if negative { -x } else { x });
+        }
+        core::str::from_utf8(self.bytes).ok()?.parse().ok()
+    }
+
+    /// A plain integer of at most 15 digits (timestamps are): whether it is
+    /// negative, and its digits. Such a number is a safe integer.
+    pub(crate) fn short_int(&self) -> Option<(bool, &'a [u8])> {
         let (negative, digits) = match self.bytes.strip_prefix(b"-") {
             Some(rest) => (true, rest),
             None => (false, self.bytes),
         };
-        if (1..=15).contains(&digits.len()) {
-            let n = digits.iter().try_fold(0u64, |n, &d| {
-                let digit = d.wrapping_sub(b'0');
-                (digit < 10).then_some(n * 10 + u64::from(digit))
-            });
-            if let Some(n) = n {
-                let x = n as f64;
-                return Some(if negative { -x } else { x });
-            }
-        }
-        core::str::from_utf8(self.bytes).ok()?.parse().ok()
+        let short = (1..=15).contains(&digits.len()) && digits_end(digits, 0) == digits.len();
+        short.then_some((negative, digits))
     }
 
     /// Iterates an object's members in order (duplicates included).

@@ -15,7 +15,7 @@
 use core::fmt;
 
 use crate::event_type::{EventType, Key};
-use crate::json::{self, JsonKind, RawJson};
+use crate::json::{JsonKind, RawJson};
 use crate::string::JsonStr;
 
 /// Which version of the protocol to accept and emit.
@@ -1267,10 +1267,10 @@ pub(crate) fn passes_quickly(v: RawJson<'_>, shape: &Shape) -> bool {
     match shape {
         Shape::Any => true,
         Shape::Str => v.kind() == JsonKind::String,
-        // A plain non-negative integer of at most 15 digits is a safe one.
+        Shape::Number => v.kind() == JsonKind::Number,
+        // A short non-negative integer is a safe one.
         Shape::SafeInt | Shape::Count | Shape::NonNegInt => {
-            let digits = v.as_bytes();
-            (1..=15).contains(&digits.len()) && json::digits_end(digits, 0) == digits.len()
+            matches!(v.short_int(), Some((false, _)))
         }
         _ => false,
     }
@@ -1291,22 +1291,9 @@ pub(crate) fn check(v: RawJson<'_>, shape: &Shape, site: Site) -> Check {
             JsonKind::Bool => keep,
             _ => wrong(site, "boolean", v),
         },
+        // A valid JSON number always reads as a double (1e400 as infinity).
+        Shape::Number if v.kind() == JsonKind::Number => keep,
         Shape::Number | Shape::SafeInt | Shape::Count | Shape::NonNegInt => {
-            if v.kind() == JsonKind::Number && !matches!(shape, Shape::Number) {
-                // Fast path: a plain integer of at most 15 digits (a
-                // timestamp) is a safe integer; only its sign can fail.
-                let bytes = v.as_bytes();
-                let digits = bytes.strip_prefix(b"-").unwrap_or(bytes);
-                if digits.len() <= 15 && json::digits_end(digits, 0) == digits.len() {
-                    let negative = digits.len() < bytes.len() && digits != b"0";
-                    return match *shape {
-                        Shape::Count | Shape::NonNegInt if negative => {
-                            fail(site, SchemaProblem::Negative)
-                        }
-                        _ => keep,
-                    };
-                }
-            }
             let Some(x) = v.as_f64() else {
                 return wrong(site, "number", v);
             };
