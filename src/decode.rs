@@ -122,48 +122,47 @@ pub fn decode(
     };
     let mut event = Event::empty(ty, dialect, Some(root));
     let fields = schema::event_fields(dialect, ty);
-    if dialect == Dialect::V0 && !fields.iter().any(|f| f.key == Key::SubagentRunId) {
+    if dialect == Dialect::V0 && !event.names(Key::SubagentRunId) {
         event.set_passthrough_tag(values.get(Key::SubagentRunId as usize).copied().flatten());
     }
     for f in fields {
-        let Some(slot) = values.get_mut(f.key as usize) else {
-            continue;
-        };
         let site = || Site {
             object: "event",
             field: f.key.as_str(),
         };
-        let value = match (*slot, f.presence) {
+        let value = values.get(f.key as usize).copied().flatten();
+        let kept = match (value, f.presence) {
             // Most members are strings or timestamps, or absent and
             // optional: decided here.
             (Some(v), Presence::Required | Presence::Optional)
                 if schema::passes_quickly(v, &f.shape) =>
             {
-                continue;
+                Some(v)
             }
             (None, Presence::Optional | Presence::NullAbsent) => continue,
-            (value, presence) => schema::present(value, presence, site()),
+            (value, presence) => {
+                let checked = schema::present(value, presence, site()).and_then(|v| match v {
+                    Some(v) => schema::check(v, &f.shape, site()).map(|verdict| match verdict {
+                        Verdict::Keep => Some(v),
+                        Verdict::Drop => None,
+                    }),
+                    None => Ok(None),
+                });
+                match checked {
+                    Ok(v) => v,
+                    Err(Fault::Schema(site, problem)) => {
+                        return Err(schema_err(Some(ty), site.object, site.field, problem));
+                    }
+                    Err(Fault::LegacyPartBudget) => {
+                        return Err(DecodeError::Capacity(Capacity::LegacyParts {
+                            budget: schema::LEGACY_COMPARISON_BUDGET,
+                        }));
+                    }
+                }
+            }
         };
-        let checked = value.and_then(|v| match v {
-            Some(v) => schema::check(v, &f.shape, site()).map(|verdict| match verdict {
-                Verdict::Keep => Some(v),
-                Verdict::Drop => None,
-            }),
-            None => Ok(None),
-        });
-        match checked {
-            Ok(v) => *slot = v,
-            Err(Fault::Schema(site, problem)) => {
-                return Err(schema_err(Some(ty), site.object, site.field, problem));
-            }
-            Err(Fault::LegacyPartBudget) => {
-                return Err(DecodeError::Capacity(Capacity::LegacyParts {
-                    budget: schema::LEGACY_COMPARISON_BUDGET,
-                }));
-            }
-        }
+        event.set(f.key, kept);
     }
-    event.fill(&values);
     Ok(Some(event))
 }
 

@@ -29,11 +29,9 @@ pub struct Event<'a> {
     ty: EventType,
     dialect: Dialect,
     object: Option<RawJson<'a>>,
-    /// Bit `k` is set for each key `k` the type's schema names.
-    named: u64,
-    /// The members the type's schema names, in key order: the member of
-    /// key `k` is in slot `(named & ((1 << k) - 1)).count_ones()`, which a
-    /// table computed at compile time holds (one load per lookup).
+    /// The members the type's schema names, in the schema table's order
+    /// (`schema::event_fields`); a table computed at compile time gives
+    /// each key's slot (one load per lookup).
     slots: [Option<RawJson<'a>>; MAX_EVENT_FIELDS],
     /// V0: a `subagentRunId` member the event's schema does not describe,
     /// passed through as received (later stages still read it).
@@ -66,15 +64,10 @@ impl<'a> Event<'a> {
     /// An event of type `ty` with no members yet (for events a stage
     /// synthesizes).
     pub(crate) fn empty(ty: EventType, dialect: Dialect, object: Option<RawJson<'a>>) -> Self {
-        let named = match dialect {
-            Dialect::V1 => NAMED_V1.get(ty as usize),
-            Dialect::V0 => NAMED_V0.get(ty as usize),
-        };
         Event {
             ty,
             dialect,
             object,
-            named: named.copied().unwrap_or(0),
             slots: [None; MAX_EVENT_FIELDS],
             passthrough_tag: None,
         }
@@ -100,19 +93,9 @@ impl<'a> Event<'a> {
         (slot != NO_SLOT).then_some(usize::from(slot))
     }
 
-    /// Sets every member the schema names from `values`, indexed by key.
-    pub(crate) fn fill(&mut self, values: &[Option<RawJson<'a>>; KEY_COUNT]) {
-        let mut rest = self.named;
-        for slot in &mut self.slots {
-            if rest == 0 {
-                break;
-            }
-            *slot = values
-                .get(rest.trailing_zeros() as usize)
-                .copied()
-                .flatten();
-            rest &= rest.wrapping_sub(1);
-        }
+    /// Whether the event's schema names `key`.
+    pub(crate) fn names(&self, key: Key) -> bool {
+        self.slot(key).is_some()
     }
 
     /// Sets a member the schema names (others have nowhere to go).
@@ -250,54 +233,27 @@ impl<'a> Event<'a> {
     }
 }
 
-const _: () = assert!(KEY_COUNT <= 64);
+/// A key the event's schema does not name.
+const NO_SLOT: u8 = u8::MAX;
 
-/// `key`'s bit in [`Event::named`].
-const fn key_bit(key: Key) -> u64 {
-    1 << (key as u32 % 64)
-}
-
-/// [`Event::named`] of every event type in `dialect`, indexed by type,
-/// computed at compile time.
+/// Each key's slot in each event type's view: its position in the type's
+/// schema table, computed at compile time (an over-long table or a
+/// repeated key fails the build).
 #[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)] // const evaluation: an error is a build error
-const fn named_masks(dialect: Dialect) -> [u64; EventType::ALL.len()] {
-    let mut masks = [0; EventType::ALL.len()];
+const fn slot_tables(dialect: Dialect) -> [[u8; KEY_COUNT]; EventType::ALL.len()] {
+    let mut tables = [[NO_SLOT; KEY_COUNT]; EventType::ALL.len()];
     let mut t = 0;
     while t < EventType::ALL.len() {
         let ty = EventType::ALL[t];
         assert!(ty as usize == t);
         let fields = schema::event_fields(dialect, ty);
+        assert!(fields.len() <= MAX_EVENT_FIELDS);
         let mut f = 0;
         while f < fields.len() {
-            masks[t] |= key_bit(fields[f].key);
+            let k = fields[f].key as usize;
+            assert!(tables[t][k] == NO_SLOT);
+            tables[t][k] = f as u8;
             f += 1;
-        }
-        t += 1;
-    }
-    masks
-}
-
-static NAMED_V1: [u64; EventType::ALL.len()] = named_masks(Dialect::V1);
-static NAMED_V0: [u64; EventType::ALL.len()] = named_masks(Dialect::V0);
-
-/// A key the event's schema does not name.
-const NO_SLOT: u8 = u8::MAX;
-
-/// The slot of each key in each event type's view, from [`named_masks`].
-#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)] // const evaluation: an error is a build error
-const fn slot_tables(dialect: Dialect) -> [[u8; KEY_COUNT]; EventType::ALL.len()] {
-    let masks = named_masks(dialect);
-    let mut tables = [[NO_SLOT; KEY_COUNT]; EventType::ALL.len()];
-    let mut t = 0;
-    while t < masks.len() {
-        let mut k = 0;
-        let mut next = 0;
-        while k < KEY_COUNT {
-            if masks[t] & (1 << k) != 0 {
-                tables[t][k] = next;
-                next += 1;
-            }
-            k += 1;
         }
         t += 1;
     }
