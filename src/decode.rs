@@ -35,32 +35,23 @@ impl fmt::Display for DecodeError {
 /// every name the protocol defines is shorter.
 const MAX_KEY_LEN: usize = 32;
 
-/// The [`Key`] a member name denotes, decoding escapes if there are any.
+/// What `lookup` finds for a name, decoding its escapes if there are any
+/// (member names and event types).
 #[inline(always)]
-fn key_of(name: JsonStr<'_>) -> Option<Key> {
-    match Key::from_bytes(name.raw()) {
-        Some(k) => Some(k),
-        None => escaped_key_of(name),
+fn by_name<T>(name: JsonStr<'_>, lookup: fn(&[u8]) -> Option<T>) -> Option<T> {
+    match lookup(name.raw()) {
+        Some(t) => Some(t),
+        None => by_escaped_name(name, lookup),
     }
 }
 
-/// [`key_of`] for a name not found as written.
+/// [`by_name`] for a name not found as written.
 #[cold]
-fn escaped_key_of(name: JsonStr<'_>) -> Option<Key> {
+fn by_escaped_name<T>(name: JsonStr<'_>, lookup: fn(&[u8]) -> Option<T>) -> Option<T> {
     memchr::memchr(b'\\', name.raw())?;
     let mut buf = [0u8; MAX_KEY_LEN];
     let text = name.unescape_into(&mut buf).ok()?;
-    Key::from_bytes(text.as_bytes())
-}
-
-/// The event type a `type` value names.
-fn type_of(name: JsonStr<'_>) -> Option<EventType> {
-    if let Some(t) = EventType::from_bytes(name.raw()) {
-        return Some(t);
-    }
-    let mut buf = [0u8; MAX_KEY_LEN];
-    let text = name.unescape_into(&mut buf).ok()?;
-    EventType::from_bytes(text.as_bytes())
+    lookup(text.as_bytes())
 }
 
 /// Decodes and validates one event. `Ok(None)` is an event the dialect
@@ -86,7 +77,7 @@ pub fn decode(
     let mut values: [Option<RawJson<'_>>; KEY_COUNT] = [None; KEY_COUNT];
     json::validate_members(payload, limits, &mut |(ka, kb), (va, vb)| {
         let name = JsonStr::from_escaped(payload.get(ka..kb).unwrap_or_default());
-        if let Some(slot) = key_of(name).and_then(|k| values.get_mut(k as usize)) {
+        if let Some(slot) = by_name(name, Key::from_bytes).and_then(|k| values.get_mut(k as usize)) {
             *slot = payload.get(va..vb).map(RawJson::exact);
         }
     })
@@ -109,7 +100,7 @@ pub fn decode(
             SchemaProblem::MissingType,
         ));
     };
-    let Some(ty) = type_of(type_name) else {
+    let Some(ty) = by_name(type_name, EventType::from_bytes) else {
         return match dialect {
             Dialect::V1 => Ok(None),
             Dialect::V0 => Err(schema_err(
