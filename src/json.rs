@@ -639,15 +639,11 @@ impl<'a> RawJson<'a> {
     }
 
     /// Wraps the exact bytes of one valid JSON value (no surrounding
-    /// whitespace).
+    /// whitespace): a member's value, or a constant (`"assistant"`, `[]`).
     pub(crate) const fn exact(bytes: &'a [u8]) -> Self {
         RawJson { bytes }
     }
 
-    /// Constants used as defaults (`"assistant"`, `true`, `[]`).
-    pub(crate) const fn constant(bytes: &'static [u8]) -> RawJson<'static> {
-        RawJson { bytes }
-    }
 
     /// The value's bytes exactly as written.
     pub fn as_bytes(&self) -> &'a [u8] {

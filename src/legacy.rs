@@ -28,7 +28,8 @@ pub enum Minting {
 /// `"` + 36 characters + `"`.
 const ID_LEN: usize = 38;
 
-const REASONING_ROLE: RawJson<'static> = RawJson::constant(b"\"reasoning\"");
+/// The role every reasoning message has.
+pub(crate) const REASONING_ROLE: RawJson<'static> = RawJson::exact(b"\"reasoning\"");
 
 /// The translator's state: the open span's and message's ids.
 #[derive(Clone, Debug)]

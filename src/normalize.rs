@@ -100,16 +100,16 @@ impl ChunkError {
     }
 }
 
-const TEXT_ROLE_NAMES: [&str; 4] = ["developer", "system", "assistant", "user"];
-const TEXT_ROLES: [&[u8]; 4] = [
-    b"\"developer\"",
-    b"\"system\"",
-    b"\"assistant\"",
-    b"\"user\"",
+/// The roles a text message may have, as JSON; a lane keeps an index.
+const TEXT_ROLES: [RawJson<'static>; 4] = [
+    RawJson::exact(b"\"developer\""),
+    RawJson::exact(b"\"system\""),
+    RawJson::exact(b"\"assistant\""),
+    RawJson::exact(b"\"user\""),
 ];
+/// The default role's index in [`TEXT_ROLES`].
 const ASSISTANT: u8 = 2;
-const REASONING_ROLE: RawJson<'static> = RawJson::constant(b"\"reasoning\"");
-const EMPTY_DELTA: RawJson<'static> = RawJson::constant(b"\"\"");
+const EMPTY_DELTA: RawJson<'static> = RawJson::exact(b"\"\"");
 
 /// One open chunk stream.
 #[derive(Clone, Copy, Debug)]
@@ -358,7 +358,7 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
             };
             let role = chunk
                 .role()
-                .and_then(|r| TEXT_ROLE_NAMES.iter().position(|t| r.eq_str(t)))
+                .and_then(|r| TEXT_ROLES.iter().position(|t| t.as_str() == Some(r)))
                 .and_then(|i| u8::try_from(i).ok())
                 .unwrap_or(ASSISTANT);
             let lane = Lane {
@@ -427,9 +427,9 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
         let checks: [(&'static str, Option<JsonStr<'_>>, Option<JsonStr<'_>>); 2] = match lane.kind
         {
             LaneKind::Text => {
-                let role = TEXT_ROLE_NAMES
+                let role = TEXT_ROLES
                     .get(usize::from(lane.role))
-                    .map(|r| JsonStr::from_escaped(r.as_bytes()));
+                    .and_then(RawJson::as_str);
                 [
                     ("role", chunk.role(), role),
                     ("name", chunk.name(), text_of(&lane.name)),
@@ -474,9 +474,7 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
         start.set(Key::Metadata, chunk.metadata());
         match kind {
             LaneKind::Text => {
-                let role = TEXT_ROLES
-                    .get(usize::from(role))
-                    .map(|r| RawJson::constant(r));
+                let role = TEXT_ROLES.get(usize::from(role)).copied();
                 start.set(Key::Role, chunk.get(Key::Role).or(role));
                 start.set(Key::Name, chunk.get(Key::Name));
             }
@@ -484,7 +482,7 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
                 start.set(Key::ToolCallName, chunk.get(Key::ToolCallName));
                 start.set(Key::ParentMessageId, chunk.get(Key::ParentMessageId));
             }
-            LaneKind::Reasoning => start.set(Key::Role, Some(REASONING_ROLE)),
+            LaneKind::Reasoning => start.set(Key::Role, Some(crate::legacy::REASONING_ROLE)),
         }
         start
     }

@@ -257,7 +257,7 @@ const fn dflt(name: &'static str, shape: Shape, value: &'static [u8]) -> Field {
     Field {
         name,
         shape,
-        presence: Presence::Default(RawJson::constant(value)),
+        presence: Presence::Default(RawJson::exact(value)),
     }
 }
 const fn obj(name: &'static str, extra: Extra, fields: &'static [Field]) -> Obj {
@@ -293,7 +293,7 @@ const fn edflt(key: Key, shape: Shape, value: &'static [u8]) -> EventField {
     EventField {
         key,
         shape,
-        presence: Presence::Default(RawJson::constant(value)),
+        presence: Presence::Default(RawJson::exact(value)),
     }
 }
 

@@ -74,7 +74,7 @@ impl<'a> JsonStr<'a> {
         if self.raw == s.as_bytes() {
             return true;
         }
-        if memchr::memchr(b'\\', self.raw).is_none() && core::str::from_utf8(self.raw).is_ok() {
+        if self.is_plain() {
             return false;
         }
         self.chars().eq(s.chars().map(u32::from))
