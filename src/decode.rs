@@ -77,7 +77,8 @@ pub fn decode(
     let mut values: [Option<RawJson<'_>>; KEY_COUNT] = [None; KEY_COUNT];
     json::validate_members(payload, limits, &mut |(ka, kb), (va, vb)| {
         let name = JsonStr::from_escaped(payload.get(ka..kb).unwrap_or_default());
-        if let Some(slot) = by_name(name, Key::from_bytes).and_then(|k| values.get_mut(k as usize)) {
+        if let Some(slot) = by_name(name, Key::from_bytes).and_then(|k| values.get_mut(k as usize))
+        {
             *slot = payload.get(va..vb).map(RawJson::exact);
         }
     })

@@ -644,7 +644,6 @@ impl<'a> RawJson<'a> {
         RawJson { bytes }
     }
 
-
     /// The value's bytes exactly as written.
     pub fn as_bytes(&self) -> &'a [u8] {
         self.bytes

@@ -378,28 +378,19 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
         Ok(())
     }
 
-    /// [`Self::owner_of`], looked up only for an attributed event (the only
-    /// kind [`Self::check_owner`] can reject).
-    fn owner_if_tagged(
-        &self,
-        event: &Event<'_>,
-        kind: Owned,
-        id: JsonStr<'_>,
-    ) -> Option<Option<u16>> {
-        event.subagent_run_id()?;
-        self.owner_of(kind, id)
-    }
-
-    /// The reference's `subagentTagError`: an attributed event must match
-    /// the recorded owner of what it refers to.
+    /// The reference's `subagentTagError`: an event attributed to `tag`
+    /// must match the recorded owner of what it refers to, which `owner`
+    /// looks up (only for an attributed event, the only kind it can reject).
     fn check_owner(
         &mut self,
         event: &Event<'_>,
-        owner: Option<Option<u16>>,
+        tag: Option<JsonStr<'_>>,
+        owner: impl FnOnce(&Self) -> Option<Option<u16>>,
         label: &'static str,
         id: JsonStr<'_>,
     ) -> VResult {
-        let (Some(tag), Some(owner)) = (event.subagent_run_id(), owner) else {
+        let Some(tag) = tag else { return Ok(()) };
+        let Some(owner) = owner(self) else {
             return Ok(());
         };
         if self.same_owner(owner, Some(tag)) {
@@ -425,6 +416,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
     fn continue_open(
         &mut self,
         event: &Event<'_>,
+        tag: Option<JsonStr<'_>>,
         kind: Entity,
         owned: Owned,
         id: JsonStr<'_>,
@@ -433,10 +425,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
         let Some(i) = self.find_open(kind, id) else {
             return self.reject(event, Rule::NotOpen(kind), "", [Some(id), None, None, None]);
         };
-        if event.subagent_run_id().is_some() {
-            let owner = self.owner_of(owned, id);
-            self.check_owner(event, owner, owned.label(), id)?;
-        }
+        self.check_owner(event, tag, |v| v.owner_of(owned, id), owned.label(), id)?;
         if closes {
             self.open.remove(i);
         }
@@ -570,7 +559,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                     );
                 }
                 let existing = self.owner_of(Owned::Message, id);
-                self.check_owner(event, existing, Owned::Message.label(), id)?;
+                self.check_owner(event, tag, |_| existing, Owned::Message.label(), id)?;
                 let owner = self.intern(tag)?;
                 self.room(id, existing.is_none())?;
                 self.push_open(Open::Entity(Entity::TextMessage), id, None)?;
@@ -581,13 +570,13 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
             T::TextMessageContent | T::TextMessageEnd => {
                 let id = event.message_id().unwrap_or(EMPTY);
                 let closes = ty == T::TextMessageEnd;
-                self.continue_open(event, Entity::TextMessage, Owned::Message, id, closes)?;
+                self.continue_open(event, tag, Entity::TextMessage, Owned::Message, id, closes)?;
             }
-            T::ToolCallStart => self.tool_call_start(event)?,
+            T::ToolCallStart => self.tool_call_start(event, tag)?,
             T::ToolCallArgs | T::ToolCallEnd => {
                 let id = event.tool_call_id().unwrap_or(EMPTY);
                 let closes = ty == T::ToolCallEnd;
-                self.continue_open(event, Entity::ToolCall, Owned::ToolCall, id, closes)?;
+                self.continue_open(event, tag, Entity::ToolCall, Owned::ToolCall, id, closes)?;
             }
             T::StepStarted => {
                 let name = event.step_name().unwrap_or(EMPTY);
@@ -642,8 +631,8 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
             }
             T::ActivityDelta => {
                 let id = event.message_id().unwrap_or(EMPTY);
-                let owner = self.owner_if_tagged(event, Owned::Activity, id);
-                self.check_owner(event, owner, Owned::Activity.label(), id)?;
+                let owner = |v: &Self| v.owner_of(Owned::Activity, id);
+                self.check_owner(event, tag, owner, Owned::Activity.label(), id)?;
             }
             T::ToolCallResult => {
                 let id = event.message_id().unwrap_or(EMPTY);
@@ -666,7 +655,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                     );
                 }
                 let existing = self.owner_of(Owned::Reasoning, id);
-                self.check_owner(event, existing, Owned::Reasoning.label(), id)?;
+                self.check_owner(event, tag, |_| existing, Owned::Reasoning.label(), id)?;
                 let owner = self.intern(tag)?;
                 if v1 {
                     self.room(id, existing.is_none())?;
@@ -689,27 +678,28 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                 let closes = ty != T::ReasoningMessageContent;
                 // V0 neither tracks nor checks open reasoning.
                 if v1 {
-                    self.continue_open(event, kind, Owned::Reasoning, id, closes)?;
+                    self.continue_open(event, tag, kind, Owned::Reasoning, id, closes)?;
                 } else {
-                    let owner = self.owner_if_tagged(event, Owned::Reasoning, id);
-                    self.check_owner(event, owner, Owned::Reasoning.label(), id)?;
+                    let owner = |v: &Self| v.owner_of(Owned::Reasoning, id);
+                    self.check_owner(event, tag, owner, Owned::Reasoning.label(), id)?;
                 }
             }
             T::ReasoningEncryptedValue => {
                 let id = event.entity_id().unwrap_or(EMPTY);
                 let subtype = event.subtype();
-                let (owner, label) = if subtype.is_some_and(|s| s.eq_str("tool-call")) {
-                    (self.owner_of(Owned::ToolCall, id), "tool call")
+                if subtype.is_some_and(|s| s.eq_str("tool-call")) {
+                    let owner = |v: &Self| v.owner_of(Owned::ToolCall, id);
+                    self.check_owner(event, tag, owner, "tool call", id)?;
                 } else {
-                    let owner = self
-                        .owner_of(Owned::Message, id)
-                        .or_else(|| self.owner_of(Owned::Reasoning, id));
-                    (owner, "message")
-                };
-                self.check_owner(event, owner, label, id)?;
+                    let owner = |v: &Self| {
+                        v.owner_of(Owned::Message, id)
+                            .or_else(|| v.owner_of(Owned::Reasoning, id))
+                    };
+                    self.check_owner(event, tag, owner, "message", id)?;
+                }
             }
             T::SubagentStarted => {
-                let id = event.subagent_run_id().unwrap_or(EMPTY);
+                let id = tag.unwrap_or(EMPTY);
                 if self.find_open(Entity::Subagent, id).is_some() {
                     return self.reject(
                         event,
@@ -742,7 +732,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                 self.push_open(Open::Entity(Entity::Subagent), id, None)?;
             }
             T::SubagentFinished | T::SubagentError => {
-                let id = event.subagent_run_id().unwrap_or(EMPTY);
+                let id = tag.unwrap_or(EMPTY);
                 let Some(i) = self.find_open(Entity::Subagent, id) else {
                     return self.reject(
                         event,
@@ -834,7 +824,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
         Ok(())
     }
 
-    fn tool_call_start(&mut self, event: &Event<'_>) -> VResult {
+    fn tool_call_start(&mut self, event: &Event<'_>, tag: Option<JsonStr<'_>>) -> VResult {
         let id = event.tool_call_id().unwrap_or(EMPTY);
         if self.find_open(Entity::ToolCall, id).is_some() {
             return self.reject(
@@ -844,7 +834,6 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                 [Some(id), None, None, None],
             );
         }
-        let tag = event.subagent_run_id();
         let parent = event.parent_message_id();
         // A tool call belongs to the message that carries it.
         let inherited = parent.and_then(|p| self.owner_of(Owned::Message, p));
@@ -866,7 +855,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
         }
         let existing = self.owner_of(Owned::ToolCall, id);
         if let Some(eo) = existing {
-            self.check_owner(event, existing, Owned::ToolCall.label(), id)?;
+            self.check_owner(event, tag, |_| existing, Owned::ToolCall.label(), id)?;
             if let (None, Some(io)) = (tag, inherited)
                 && self.name(io) != self.name(eo)
             {
