@@ -277,11 +277,10 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_LEN: usize>
         let mut pos = 0;
         loop {
             let frames_before = self.framer.frames();
-            let offset_before = self.framer.offset();
             let frame = match self.framer.feed(bytes, &mut pos) {
                 Ok(Some(frame)) => frame,
                 Ok(None) => return Ok(()),
-                Err(e) => return Err(self.stop(sse_error(e, frames_before, offset_before))),
+                Err(e) => return Err(self.stop(sse_error(e, frames_before))),
             };
             if let Err(e) = self.stages.frame(&frame, sink) {
                 return Err(self.stop(e));
@@ -314,7 +313,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_LEN: usize>
                 }
             }
             Ok(None) => {}
-            Err(e) => return Err(self.stop(sse_error(e, frames_before, bytes))),
+            Err(e) => return Err(self.stop(sse_error(e, frames_before))),
         }
         let v = &self.stages.verifier;
         let summary = Summary {
@@ -471,7 +470,9 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> Stages<OPEN, O
     }
 }
 
-fn sse_error(e: SseError, frame: u64, offset: u64) -> Error {
+/// The framer's error as the pipeline reports it (its offset is the first
+/// byte that did not fit).
+fn sse_error(e: SseError, frame: u64) -> Error {
     match e {
         SseError::FrameTooLarge {
             offset: at,
@@ -480,7 +481,7 @@ fn sse_error(e: SseError, frame: u64, offset: u64) -> Error {
             kind: ErrorKind::Capacity(Capacity::FrameBuffer { capacity }),
             stage: Stage::Sse,
             frame,
-            offset: at.max(offset),
+            offset: at,
         },
     }
 }
