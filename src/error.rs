@@ -7,7 +7,7 @@ use crate::event_type::EventType;
 use crate::json::{JsonError, JsonErrorKind};
 use crate::normalize::ChunkError;
 use crate::schema::SchemaError;
-use crate::verify::{Rule, VerifyCapacity, VerifyError};
+use crate::verify::{Rule, VerifyError};
 
 /// A pipeline failure. Small and `Copy`: it names the rule, frame and byte,
 /// not the ids involved — [`crate::Pipeline::message`] renders those, in the
@@ -179,8 +179,7 @@ impl Error {
 
     pub(crate) fn from_chunk(e: ChunkError, frame: u64, offset: u64) -> Self {
         let kind = match e {
-            ChunkError::TooManyLanes => ErrorKind::Capacity(Capacity::Lanes),
-            ChunkError::IdTooLong => ErrorKind::Capacity(Capacity::IdLength),
+            ChunkError::Capacity(c) => ErrorKind::Capacity(c),
             e => ErrorKind::Chunk(e),
         };
         Error {
@@ -194,12 +193,7 @@ impl Error {
     pub(crate) fn from_verify(e: VerifyError, frame: u64, offset: u64) -> Self {
         let kind = match e {
             VerifyError::Violation { event, rule } => ErrorKind::Verify { event, rule },
-            VerifyError::Capacity(c) => ErrorKind::Capacity(match c {
-                VerifyCapacity::OpenIds => Capacity::OpenIds,
-                VerifyCapacity::Owners => Capacity::Owners,
-                VerifyCapacity::Subagents => Capacity::Subagents,
-                VerifyCapacity::IdLength => Capacity::IdLength,
-            }),
+            VerifyError::Capacity(c) => ErrorKind::Capacity(c),
         };
         Error {
             kind,
@@ -223,20 +217,31 @@ fn stream_offset(payload: &[u8], at: usize, payload_offset: u64, frame_start: u6
     }
 }
 
-impl fmt::Display for Error {
-    /// A description without the ids ([`crate::Pipeline::message`] has them).
+impl fmt::Display for ErrorKind {
+    /// What went wrong, without the ids of chunk and lifecycle errors
+    /// ([`crate::Pipeline::message`] has them) and without the position.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.kind {
-            ErrorKind::Json(e) => e.fmt(f)?,
-            ErrorKind::Schema(e) => e.fmt(f)?,
-            ErrorKind::Chunk(e) => write!(f, "chunk normalization failed: {e:?}")?,
+        match self {
+            ErrorKind::Json(e) => e.fmt(f),
+            ErrorKind::Schema(e) => e.fmt(f),
+            ErrorKind::Chunk(e) => write!(f, "chunk normalization failed: {e:?}"),
             ErrorKind::Verify { event, rule } => {
-                write!(f, "{event} breaks the lifecycle rule {rule:?}")?
+                write!(f, "{event} breaks the lifecycle rule {rule:?}")
             }
-            ErrorKind::Incomplete => f.write_str("the stream ended incomplete")?,
-            ErrorKind::Capacity(c) => c.fmt(f)?,
+            ErrorKind::Incomplete => f.write_str("the stream ended incomplete"),
+            ErrorKind::Capacity(c) => c.fmt(f),
         }
-        write!(f, " (frame {}, byte {})", self.frame, self.offset)
+    }
+}
+
+impl fmt::Display for Error {
+    /// The kind, then where: `… (frame 3, byte 120)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} (frame {}, byte {})",
+            self.kind, self.frame, self.offset
+        )
     }
 }
 

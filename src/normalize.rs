@@ -11,6 +11,7 @@
 
 use core::fmt;
 
+use crate::error::Capacity;
 use crate::event::Event;
 use crate::event_type::{EventType, Key};
 use crate::ids::StoredStr;
@@ -87,17 +88,10 @@ pub enum ChunkError {
         /// How many are open.
         lanes: usize,
     },
-    /// More lanes than the normalizer holds.
-    TooManyLanes,
-    /// An id, name or subagentRunId longer than the lane storage.
-    IdTooLong,
-}
-
-impl ChunkError {
-    /// True for the capacity errors.
-    pub fn is_capacity(&self) -> bool {
-        matches!(self, ChunkError::TooManyLanes | ChunkError::IdTooLong)
-    }
+    /// More lanes than the normalizer holds ([`Capacity::Lanes`]), or an
+    /// id, name or subagentRunId longer than the lane storage
+    /// ([`Capacity::IdLength`]).
+    Capacity(Capacity),
 }
 
 /// The roles a text message may have, as JSON; a lane keeps an index.
@@ -132,7 +126,7 @@ fn detail<const L: usize>(strs: [Option<JsonStr<'_>>; 3]) -> [Option<StoredStr<L
 }
 
 fn stored<const L: usize>(s: Option<JsonStr<'_>>) -> Result<Option<StoredStr<L>>, ChunkError> {
-    s.map(|s| StoredStr::new(s).map_err(|_| ChunkError::IdTooLong))
+    s.map(|s| StoredStr::new(s).map_err(|_| ChunkError::Capacity(Capacity::IdLength)))
         .transpose()
 }
 
@@ -364,20 +358,21 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
             let lane = Lane {
                 owner,
                 kind,
-                id: StoredStr::new(id).map_err(|_| Stop::Chunk(ChunkError::IdTooLong))?,
+                id: StoredStr::new(id)
+                    .map_err(|_| Stop::Chunk(ChunkError::Capacity(Capacity::IdLength)))?,
                 role,
                 name: stored(name).map_err(Stop::Chunk)?,
                 parent: stored(chunk.parent_message_id()).map_err(Stop::Chunk)?,
             };
             if at.is_none() && self.lanes.is_full() {
-                return Err(Stop::Chunk(ChunkError::TooManyLanes));
+                return Err(Stop::Chunk(ChunkError::Capacity(Capacity::Lanes)));
             }
             if let Some(i) = at {
                 self.close(i, emit)?;
             }
             self.lanes
                 .push(lane)
-                .map_err(|_| Stop::Chunk(ChunkError::TooManyLanes))?;
+                .map_err(|_| Stop::Chunk(ChunkError::Capacity(Capacity::Lanes)))?;
             emit(&self.start(kind, chunk, role)).map_err(Stop::Downstream)?;
             self.lanes.len().checked_sub(1)
         };
@@ -552,12 +547,7 @@ impl<const LANES: usize, const L: usize> fmt::Display for DescribeChunk<'_, LANE
                 kind.id_field(),
                 kind.entity()
             ),
-            ChunkError::TooManyLanes => {
-                f.write_str("more chunk lanes open at once than the normalizer holds")
-            }
-            ChunkError::IdTooLong => {
-                f.write_str("a chunk id, name or subagentRunId longer than the lane storage")
-            }
+            ChunkError::Capacity(c) => c.fmt(f),
         }
     }
 }
@@ -661,7 +651,10 @@ mod tests {
             Err(ChunkError::MissingToolCallName)
         );
         let long = r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"0123456789abcdef"}"#;
-        assert_eq!(expand(Dialect::V1, &[long]), Err(ChunkError::IdTooLong));
+        assert_eq!(
+            expand(Dialect::V1, &[long]),
+            Err(ChunkError::Capacity(Capacity::IdLength))
+        );
         // Two lanes fit (parent and one subagent); a third does not.
         let lanes = [
             r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"a"}"#,
@@ -669,7 +662,10 @@ mod tests {
             r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"c","subagentRunId":"s2"}"#,
         ];
         assert!(expand(Dialect::V1, &lanes[..2]).is_ok());
-        assert_eq!(expand(Dialect::V1, &lanes), Err(ChunkError::TooManyLanes));
+        assert_eq!(
+            expand(Dialect::V1, &lanes),
+            Err(ChunkError::Capacity(Capacity::Lanes))
+        );
     }
 
     #[test]

@@ -373,9 +373,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> fmt::Display
                 .verifier
                 .describe(VerifyError::Violation { event, rule })
                 .fmt(f),
-            ErrorKind::Json(j) => j.fmt(f),
-            ErrorKind::Schema(s) => s.fmt(f),
-            _ => self.error.fmt(f),
+            kind => kind.fmt(f),
         }
     }
 }
@@ -412,7 +410,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> Stages<OPEN, O
             Err(e) if monitor => {
                 let e = decode_error(*e);
                 self.violations = self.violations.saturating_add(1);
-                sink.violation(&e, &e);
+                sink.violation(&e, &e.kind);
                 return Ok(());
             }
             Err(e) => return Err(decode_error(*e)),
@@ -576,5 +574,62 @@ mod tests {
         let s = p.finish(&mut sink).unwrap();
         assert!(s.unterminated_frame);
         assert_eq!((s.frames, s.events, n), (1, 1, 1));
+    }
+
+    /// A monitoring sink hears each violation in the words
+    /// `Pipeline::message` gives the same error when the pipeline stops.
+    #[test]
+    fn monitor_and_stop_word_violations_alike() {
+        use std::string::{String, ToString};
+        struct Heard(Vec<(Error, String)>);
+        impl Sink for Heard {
+            fn event(&mut self, _: &Event<'_>, _: &FrameInfo) {}
+            fn violation(&mut self, error: &Error, message: &dyn fmt::Display) {
+                self.0.push((*error, message.to_string()));
+            }
+        }
+        let start = "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n";
+        let long = "x".repeat(80);
+        let cases = [
+            String::from("data: {\"type\":1}\n\n"),
+            String::from("data: {\"type\":\n\n"),
+            String::from("data: {\"type\":\"TEXT_MESSAGE_END\",\"messageId\":\"m\"}\n\n"),
+            std::format!("data: {{\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"{long}\"}}\n\n"),
+            std::format!(
+                "data: {{\"type\":\"TEXT_MESSAGE_CHUNK\",\"messageId\":\"{long}\",\"delta\":\"d\"}}\n\n"
+            ),
+            String::from(
+                "data: {\"type\":\"TEXT_MESSAGE_CHUNK\",\"messageId\":\"a\",\"delta\":\"d\"}\n\n\
+                 data: {\"type\":\"TEXT_MESSAGE_CHUNK\",\"messageId\":\"a\",\"role\":\"user\"}\n\n",
+            ),
+        ];
+        let mut kinds = Vec::new();
+        for case in &cases {
+            let stream = std::format!("{start}{case}");
+            let mut buf = [0u8; 256];
+            let mut stop = Pipeline::new(&mut buf, Config::new());
+            let e = stop
+                .push(stream.as_bytes(), &mut |_: &Event<'_>, _: &FrameInfo| {})
+                .unwrap_err();
+            let stopped = stop.message(&e).to_string();
+            let mut buf = [0u8; 256];
+            let mut monitor = Pipeline::new(&mut buf, Config::new().policy(Policy::Monitor));
+            let mut heard = Heard(Vec::new());
+            monitor.push(stream.as_bytes(), &mut heard).unwrap();
+            assert_eq!(heard.0, [(e, stopped)], "{case}");
+            kinds.push(e.kind);
+        }
+        // The cases reach every stage that words its own messages.
+        assert!(kinds.iter().any(|k| matches!(k, ErrorKind::Schema(_))));
+        assert!(kinds.iter().any(|k| matches!(k, ErrorKind::Json(_))));
+        assert!(kinds.iter().any(|k| matches!(k, ErrorKind::Verify { .. })));
+        assert!(kinds.iter().any(|k| matches!(k, ErrorKind::Chunk(_))));
+        assert!(
+            kinds
+                .iter()
+                .filter(|k| matches!(k, ErrorKind::Capacity(_)))
+                .count()
+                == 2
+        );
     }
 }

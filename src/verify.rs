@@ -9,6 +9,7 @@
 
 use core::fmt;
 
+use crate::error::Capacity;
 use crate::event::Event;
 use crate::event_type::EventType;
 use crate::ids::{Entry, Full, IdTable, StoredStr};
@@ -136,38 +137,7 @@ pub enum VerifyError {
         rule: Rule,
     },
     /// A fixed table is full or an id is longer than the id storage.
-    Capacity(VerifyCapacity),
-}
-
-/// Which verifier capacity was exceeded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum VerifyCapacity {
-    /// More ids open at once than the open-id table holds.
-    OpenIds,
-    /// More owned ids in one run than the owner table holds.
-    Owners,
-    /// More distinct subagent names in one run than the table holds.
-    Subagents,
-    /// An id longer than the id storage.
-    IdLength,
-}
-
-impl fmt::Display for VerifyCapacity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            VerifyCapacity::OpenIds => {
-                "more ids open at once than the verifier's open-id table holds"
-            }
-            VerifyCapacity::Owners => {
-                "more owned ids in one run than the verifier's owner table holds"
-            }
-            VerifyCapacity::Subagents => {
-                "more subagents in one run than the verifier's subagent table holds"
-            }
-            VerifyCapacity::IdLength => "an id longer than the verifier's id storage",
-        })
-    }
+    Capacity(Capacity),
 }
 
 /// Where a run stands.
@@ -218,10 +188,10 @@ pub struct Verifier<const N: usize, const O: usize, const L: usize> {
 
 type VResult = Result<(), VerifyError>;
 
-fn full(full: Full, entries: VerifyCapacity) -> VerifyError {
+fn full(full: Full, entries: Capacity) -> VerifyError {
     VerifyError::Capacity(match full {
         Full::Entries => entries,
-        Full::IdLength => VerifyCapacity::IdLength,
+        Full::IdLength => Capacity::IdLength,
     })
 }
 
@@ -335,7 +305,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                         owner: None,
                     },
                 )
-                .map_err(|f| full(f, VerifyCapacity::Subagents))?,
+                .map_err(|f| full(f, Capacity::Subagents))?,
         };
         Ok(u16::try_from(i).ok())
     }
@@ -372,7 +342,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
             None => {
                 self.owners
                     .push(id, Entry { kind, owner })
-                    .map_err(|f| full(f, VerifyCapacity::Owners))?;
+                    .map_err(|f| full(f, Capacity::Owners))?;
             }
         }
         Ok(())
@@ -437,11 +407,11 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
     fn room(&self, id: JsonStr<'_>, new_owner: bool) -> VResult {
         self.open
             .room_for(id)
-            .map_err(|f| full(f, VerifyCapacity::OpenIds))?;
+            .map_err(|f| full(f, Capacity::OpenIds))?;
         if new_owner {
             self.owners
                 .room_for(id)
-                .map_err(|f| full(f, VerifyCapacity::Owners))?;
+                .map_err(|f| full(f, Capacity::Owners))?;
         }
         Ok(())
     }
@@ -454,7 +424,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
         self.open
             .push(id, Entry { kind, owner })
             .map(|_| ())
-            .map_err(|f| full(f, VerifyCapacity::OpenIds))
+            .map_err(|f| full(f, Capacity::OpenIds))
     }
 
     /// The reference keeps open steps per owner, in the order owners were
@@ -1230,7 +1200,7 @@ mod tests {
         feed(r#"{"type":"STEP_STARTED","stepName":"s"}"#).unwrap();
         assert_eq!(
             feed(r#"{"type":"TEXT_MESSAGE_START","messageId":"m"}"#),
-            Err(VerifyError::Capacity(VerifyCapacity::OpenIds))
+            Err(VerifyError::Capacity(Capacity::OpenIds))
         );
     }
 }
