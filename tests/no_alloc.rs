@@ -1,6 +1,7 @@
 //! The library never allocates: a counting global allocator sees zero
 //! allocations while whole streams go through the pipeline (decode,
-//! normalize, verify, encode) in both dialects.
+//! normalize, verify, encode, violation messages) in both dialects, stopping
+//! at the first violation or monitoring.
 
 mod common;
 
@@ -8,7 +9,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agui_stream::{Config, Dialect, Event, FrameInfo, Minting, Pipeline, SliceWriter, encode};
+use agui_stream::{
+    Config, Dialect, Error, Event, FrameInfo, Minting, Pipeline, Policy, Sink, SliceWriter, encode,
+};
 
 struct Counting;
 
@@ -60,39 +63,76 @@ fn whole_streams_go_through_without_allocating() {
         }
     }
     let mut frame_buffer = vec![0u8; 1 << 20];
-    // The encoder writes into a fixed slice (a `Vec` would allocate).
-    let mut out = vec![0u8; 1 << 16];
-    let mut events = 0usize;
+    // The encoder writes into a fixed slice (a `Vec` would allocate), large
+    // enough for the largest event of the corpus.
+    let mut out = vec![0u8; 1 << 20];
+    let mut sink = Encoding {
+        out: &mut out,
+        events: 0,
+        too_large: 0,
+        violations: 0,
+    };
 
     COUNTING.with(|c| c.set(true));
     for stream in &streams {
         for dialect in [Dialect::V1, Dialect::V0] {
-            let config = Config::new()
-                .dialect(dialect)
-                .minting(Minting::Deterministic);
-            let mut pipeline = Pipeline::new(&mut frame_buffer, config);
-            let mut sink = |ev: &Event<'_>, _: &FrameInfo| {
-                let _ = encode(ev, &mut SliceWriter::new(&mut out));
-                events += 1;
-            };
-            // Pushes of 61 bytes: frames span pushes and go through the buffer.
-            let verdict = stream
-                .chunks(61)
-                .try_for_each(|piece| pipeline.push(piece, &mut sink))
-                .and_then(|()| pipeline.finish(&mut sink).map(|_| ()));
-            if let Err(e) = verdict {
-                // Rendering the reference's message allocates nothing either.
-                let mut text = heapless::String::<512>::new();
-                let _ = core::fmt::write(&mut text, format_args!("{}", pipeline.message(&e)));
+            for (policy, minting) in [
+                (Policy::Stop, Minting::Deterministic),
+                (Policy::Monitor, Minting::PerRun),
+            ] {
+                let config = Config::new()
+                    .dialect(dialect)
+                    .policy(policy)
+                    .minting(minting);
+                let mut pipeline = Pipeline::new(&mut frame_buffer, config);
+                // Pushes of 61 bytes: frames span pushes and go through the buffer.
+                let verdict = stream
+                    .chunks(61)
+                    .try_for_each(|piece| pipeline.push(piece, &mut sink))
+                    .and_then(|()| pipeline.finish(&mut sink).map(|_| ()));
+                if let Err(e) = verdict {
+                    // Rendering the reference's message allocates nothing either.
+                    let mut text = heapless::String::<512>::new();
+                    let _ = core::fmt::write(&mut text, format_args!("{}", pipeline.message(&e)));
+                }
             }
         }
     }
     COUNTING.with(|c| c.set(false));
 
     let allocations = ALLOCATIONS.load(Ordering::SeqCst);
-    assert_eq!(
-        allocations, 0,
-        "{allocations} allocations over {events} events"
-    );
-    assert!(events > 5000, "only {events} events");
+    assert_eq!(allocations, 0, "{allocations} allocations");
+    let Encoding {
+        events,
+        too_large,
+        violations,
+        ..
+    } = sink;
+    assert!(events > 10_000, "only {events} events");
+    assert!(violations > 100, "only {violations} violations reported");
+    assert_eq!(too_large, 0, "events the encoder could not write whole");
+}
+
+/// Encodes every event, and renders every reported violation, into fixed
+/// storage.
+struct Encoding<'o> {
+    out: &'o mut [u8],
+    events: usize,
+    too_large: usize,
+    violations: usize,
+}
+
+impl Sink for Encoding<'_> {
+    fn event(&mut self, event: &Event<'_>, _: &FrameInfo) {
+        self.events += 1;
+        if encode(event, &mut SliceWriter::new(self.out)).is_err() {
+            self.too_large += 1;
+        }
+    }
+
+    fn violation(&mut self, _: &Error, message: &dyn core::fmt::Display) {
+        self.violations += 1;
+        let mut text = heapless::String::<512>::new();
+        let _ = core::fmt::write(&mut text, format_args!("{message}"));
+    }
 }
