@@ -64,8 +64,8 @@ fn streams() -> Vec<(&'static str, Vec<u8>)> {
 
 /// The frames a baseline parses, found as it runs: blocks split on `\n\n`
 /// with `memchr`, the `data: ` prefix stripped, comment blocks skipped (the
-/// generated streams have one data line per block; `throughput` checks that this yields exactly
-/// the payloads our framer finds).
+/// generated streams have one data line per block; `throughput` checks
+/// that this yields exactly the payloads our framer finds).
 fn split_frames(stream: &[u8]) -> impl Iterator<Item = &[u8]> {
     let mut start = 0;
     memchr::memmem::find_iter(stream, b"\n\n").filter_map(move |end| {
@@ -76,28 +76,16 @@ fn split_frames(stream: &[u8]) -> impl Iterator<Item = &[u8]> {
     })
 }
 
-/// The payloads of `stream` as the SSE rules define them (`data:` lines
-/// joined), computed once to check [`split_frames`].
-fn payloads(stream: &[u8]) -> Vec<Vec<u8>> {
-    stream
-        .split(|&b| b == b'\n')
-        .fold(
-            (Vec::new(), Vec::new()),
-            |(mut out, mut cur): (Vec<Vec<u8>>, Vec<u8>), line| {
-                if line.is_empty() {
-                    if !cur.is_empty() {
-                        out.push(std::mem::take(&mut cur));
-                    }
-                } else if let Some(data) = line.strip_prefix(b"data:") {
-                    if !cur.is_empty() {
-                        cur.push(b'\n');
-                    }
-                    cur.extend_from_slice(data.strip_prefix(b" ").unwrap_or(data));
-                }
-                (out, cur)
-            },
-        )
-        .0
+/// The payloads our framer finds in `stream` (pushed whole), to check
+/// [`split_frames`] against.
+fn payloads(stream: &[u8], buf: &mut [u8]) -> Vec<Vec<u8>> {
+    let mut framer = SseFramer::new(buf);
+    let mut pos = 0;
+    let mut out = Vec::new();
+    while let Some(frame) = framer.feed(stream, &mut pos).expect("fits") {
+        out.push(frame.payload.to_vec());
+    }
+    out
 }
 
 fn run_pipeline(stream: &[u8], dialect: Dialect, buf: &mut [u8]) -> u64 {
@@ -146,7 +134,7 @@ fn throughput(c: &mut Criterion) {
     let mut buf = vec![0u8; 1 << 20];
     for (name, stream) in streams() {
         assert!(
-            split_frames(&stream).eq(payloads(&stream).iter().map(Vec::as_slice)),
+            split_frames(&stream).eq(payloads(&stream, &mut buf).iter().map(Vec::as_slice)),
             "{name}: the baselines' framing must find the same payloads"
         );
         let mut g = c.benchmark_group(name);
