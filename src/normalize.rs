@@ -40,18 +40,29 @@ impl LaneKind {
         }
     }
 
+    /// The START, CONTENT and END events a chunk of this kind stands for.
+    const fn expansion(self) -> [EventType; 3] {
+        use EventType as T;
+        match self {
+            LaneKind::Text => [
+                T::TextMessageStart,
+                T::TextMessageContent,
+                T::TextMessageEnd,
+            ],
+            LaneKind::Tool => [T::ToolCallStart, T::ToolCallArgs, T::ToolCallEnd],
+            LaneKind::Reasoning => [
+                T::ReasoningMessageStart,
+                T::ReasoningMessageContent,
+                T::ReasoningMessageEnd,
+            ],
+        }
+    }
+
     const fn entity(self) -> &'static str {
         match self {
             LaneKind::Text => "text message",
             LaneKind::Tool => "tool call",
             LaneKind::Reasoning => "reasoning message",
-        }
-    }
-
-    const fn id_field(self) -> &'static str {
-        match self {
-            LaneKind::Tool => "toolCallId",
-            _ => "messageId",
         }
     }
 
@@ -187,11 +198,7 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
             return Ok(());
         };
         self.lanes.remove(i);
-        let ty = match lane.kind {
-            LaneKind::Text => EventType::TextMessageEnd,
-            LaneKind::Tool => EventType::ToolCallEnd,
-            LaneKind::Reasoning => EventType::ReasoningMessageEnd,
-        };
+        let [_, _, ty] = lane.kind.expansion();
         let mut end = Event::empty(ty, self.dialect, None);
         end.set(lane.kind.id_key(), Some(lane.id.json()));
         end.set(Key::SubagentRunId, lane.owner.as_ref().map(StoredStr::json));
@@ -379,11 +386,7 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
         let Some(lane) = lane_index.and_then(|i| self.lanes.get(i)) else {
             return Ok(());
         };
-        let content_type = match kind {
-            LaneKind::Text => EventType::TextMessageContent,
-            LaneKind::Tool => EventType::ToolCallArgs,
-            LaneKind::Reasoning => EventType::ReasoningMessageContent,
-        };
+        let [_, content_type, _] = kind.expansion();
         let content_owner = tag
             .map(|_| chunk.get(Key::SubagentRunId))
             .unwrap_or(lane.owner.as_ref().map(StoredStr::json));
@@ -458,11 +461,7 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
 
     /// The START a chunk opening `lane` stands for.
     fn start<'e>(&self, kind: LaneKind, chunk: &Event<'e>, role: u8) -> Event<'e> {
-        let ty = match kind {
-            LaneKind::Text => EventType::TextMessageStart,
-            LaneKind::Tool => EventType::ToolCallStart,
-            LaneKind::Reasoning => EventType::ReasoningMessageStart,
-        };
+        let [ty, _, _] = kind.expansion();
         let mut start = Event::empty(ty, self.dialect, None);
         start.set(kind.id_key(), chunk.get(kind.id_key()));
         start.set(Key::SubagentRunId, chunk.get(Key::SubagentRunId));
@@ -509,7 +508,12 @@ impl<const LANES: usize, const L: usize> fmt::Display for DescribeChunk<'_, LANE
         let empty = JsonStr::from_escaped(b"");
         match self.error {
             ChunkError::MissingId(kind) => {
-                write!(f, "First {} must have a {}", kind.chunk(), kind.id_field())
+                write!(
+                    f,
+                    "First {} must have a {}",
+                    kind.chunk(),
+                    kind.id_key().as_str()
+                )
             }
             ChunkError::MissingToolCallName => {
                 f.write_str("First TOOL_CALL_CHUNK must have a toolCallName")
@@ -544,7 +548,7 @@ impl<const LANES: usize, const L: usize> fmt::Display for DescribeChunk<'_, LANE
                 f,
                 "Ambiguous {}: it carries neither a {} nor a subagentRunId, but {lanes} lanes have an open {}. Attribute the chunk to the subagent it belongs to.",
                 kind.chunk(),
-                kind.id_field(),
+                kind.id_key().as_str(),
                 kind.entity()
             ),
             ChunkError::Capacity(c) => c.fmt(f),
