@@ -178,9 +178,7 @@ pub struct Verifier<const N: usize, const O: usize, const L: usize> {
     /// Step owners ranked so far in this run.
     step_owners: u16,
     first_event: bool,
-    run_started: bool,
-    run_finished: bool,
-    run_error: bool,
+    phase: RunPhase,
     thinking_step: bool,
     thinking_message: bool,
     detail: Detail<L>,
@@ -216,9 +214,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
             parent_step_rank: None,
             step_owners: 0,
             first_event: false,
-            run_started: false,
-            run_finished: false,
-            run_error: false,
+            phase: RunPhase::NotStarted,
             thinking_step: false,
             thinking_message: false,
             detail: Detail {
@@ -230,15 +226,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
 
     /// Where the run stands.
     pub fn phase(&self) -> RunPhase {
-        if self.run_error {
-            RunPhase::Errored
-        } else if self.run_finished {
-            RunPhase::Finished
-        } else if self.run_started {
-            RunPhase::Active
-        } else {
-            RunPhase::NotStarted
-        }
+        self.phase
     }
 
     /// How many entities of `kind` are open.
@@ -284,9 +272,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
         self.names.clear();
         self.parent_step_rank = None;
         self.step_owners = 0;
-        self.run_finished = false;
-        self.run_error = false;
-        self.run_started = true;
+        self.phase = RunPhase::Active;
         self.thinking_step = false;
         self.thinking_message = false;
     }
@@ -489,11 +475,14 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
     pub fn check(&mut self, event: &Event<'_>) -> VResult {
         use EventType as T;
         let ty = event.event_type();
-        if self.run_error && ty != T::RunStarted {
-            return self.reject(event, Rule::AfterRunError, "", [None; 4]);
-        }
-        if self.run_finished && ty != T::RunError && ty != T::RunStarted {
-            return self.reject(event, Rule::AfterRunFinished, "", [None; 4]);
+        match self.phase {
+            RunPhase::Errored if ty != T::RunStarted => {
+                return self.reject(event, Rule::AfterRunError, "", [None; 4]);
+            }
+            RunPhase::Finished if ty != T::RunError && ty != T::RunStarted => {
+                return self.reject(event, Rule::AfterRunFinished, "", [None; 4]);
+            }
+            _ => {}
         }
         if !self.first_event {
             self.first_event = true;
@@ -501,11 +490,12 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                 return self.reject(event, Rule::FirstEvent, "", [None; 4]);
             }
         } else if ty == T::RunStarted {
-            if self.run_started && !self.run_finished && !self.run_error {
-                return self.reject(event, Rule::RunStillActive, "", [None; 4]);
-            }
-            if self.run_finished || self.run_error {
-                self.reset_run();
+            match self.phase {
+                RunPhase::Active => {
+                    return self.reject(event, Rule::RunStillActive, "", [None; 4]);
+                }
+                RunPhase::Finished | RunPhase::Errored => self.reset_run(),
+                RunPhase::NotStarted => {}
             }
         }
         // V0 passes unknown members through, so a `subagentRunId: null` the
@@ -725,7 +715,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                 }
             }
             T::RunStarted => {
-                self.run_started = true;
+                self.phase = RunPhase::Active;
                 if let Some(messages) = event.input().and_then(|i| i.get("messages")) {
                     self.seed_owners(messages, false)?;
                 }
@@ -751,9 +741,9 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                 if let Some(&kind) = order.iter().find(|&&k| self.open_count(k) > 0) {
                     return self.reject(event, Rule::OpenAtRunFinished(kind), "", [None; 4]);
                 }
-                self.run_finished = true;
+                self.phase = RunPhase::Finished;
             }
-            T::RunError => self.run_error = true,
+            T::RunError => self.phase = RunPhase::Errored,
             T::ThinkingStart => {
                 if self.thinking_step {
                     return self.reject(event, Rule::ThinkingStepActive, "", [None; 4]);
