@@ -157,17 +157,14 @@ impl Error {
             offset: frame_start,
         };
         match e {
-            DecodeError::Json(JsonError {
-                kind: JsonErrorKind::TooDeep { limit },
-                offset,
-            }) => Error {
-                kind: ErrorKind::Capacity(Capacity::JsonDepth { limit }),
-                stage: Stage::Sse,
-                frame,
-                offset: stream_offset(payload, offset, payload_offset, frame_start),
-            },
             DecodeError::Json(j) => Error {
-                kind: ErrorKind::Json(j),
+                // Too deep is a capacity, not a syntax error.
+                kind: match j.kind {
+                    JsonErrorKind::TooDeep { limit } => {
+                        ErrorKind::Capacity(Capacity::JsonDepth { limit })
+                    }
+                    _ => ErrorKind::Json(j),
+                },
                 stage: Stage::Sse,
                 frame,
                 offset: stream_offset(payload, j.offset, payload_offset, frame_start),

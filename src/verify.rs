@@ -721,23 +721,15 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                 }
             }
             T::RunFinished => {
-                let order: &[Entity] = if v1 {
-                    &[
-                        Entity::Step,
-                        Entity::TextMessage,
-                        Entity::ReasoningMessage,
-                        Entity::ReasoningSpan,
-                        Entity::ToolCall,
-                        Entity::Subagent,
-                    ]
-                } else {
-                    &[
-                        Entity::Step,
-                        Entity::TextMessage,
-                        Entity::ToolCall,
-                        Entity::Subagent,
-                    ]
-                };
+                // The reference's order of checks (V0 never opens reasoning).
+                let order = [
+                    Entity::Step,
+                    Entity::TextMessage,
+                    Entity::ReasoningMessage,
+                    Entity::ReasoningSpan,
+                    Entity::ToolCall,
+                    Entity::Subagent,
+                ];
                 if let Some(&kind) = order.iter().find(|&&k| self.open_count(k) > 0) {
                     return self.reject(event, Rule::OpenAtRunFinished(kind), "", [None; 4]);
                 }
