@@ -121,37 +121,38 @@ impl Translator {
         if ty == T::RunStarted {
             self.run_hash = event.run_id().map_or(0, |r| fnv1a(r.raw()));
         }
-        let (new_type, id) = match ty {
+        let (new_type, id): (EventType, &StoredStr<ID_LEN>) = match ty {
             T::ThinkingStart => {
-                self.span = Some(self.mint());
-                (T::ReasoningStart, self.span.as_ref())
+                let id = self.mint();
+                (T::ReasoningStart, self.span.insert(id))
             }
             T::ThinkingTextMessageStart => {
-                self.message = Some(self.mint());
-                (T::ReasoningMessageStart, self.message.as_ref())
+                let id = self.mint();
+                (T::ReasoningMessageStart, self.message.insert(id))
+            }
+            // Content of the open message borrows its id; content without
+            // one, and the ends (which close it), use `orphan`.
+            T::ThinkingTextMessageContent if self.message.is_some() => {
+                (T::ReasoningMessageContent, self.message.as_ref()?)
             }
             T::ThinkingTextMessageContent | T::ThinkingTextMessageEnd => {
-                let end = ty == T::ThinkingTextMessageEnd;
-                self.orphan = match self.message {
+                self.orphan = match self.message.take() {
                     Some(id) => id,
                     None => self.mint(),
                 };
-                if end {
-                    self.message = None;
-                }
-                let t = if end {
+                let t = if ty == T::ThinkingTextMessageEnd {
                     T::ReasoningMessageEnd
                 } else {
                     T::ReasoningMessageContent
                 };
-                (t, Some(&self.orphan))
+                (t, &self.orphan)
             }
             T::ThinkingEnd => {
                 self.orphan = match self.span.take() {
                     Some(id) => id,
                     None => self.mint(),
                 };
-                (T::ReasoningEnd, Some(&self.orphan))
+                (T::ReasoningEnd, &self.orphan)
             }
             _ => return None,
         };
@@ -165,7 +166,7 @@ impl Translator {
         ] {
             out.set(key, event.get(key));
         }
-        out.set(Key::MessageId, id.map(StoredStr::json));
+        out.set(Key::MessageId, Some(id.json()));
         if new_type == T::ReasoningMessageStart {
             out.set(Key::Role, Some(REASONING_ROLE));
         }
@@ -234,6 +235,50 @@ mod tests {
                 .unwrap()
                 .eq_str("00000000-0000-4000-8000-000000000001")
         );
+    }
+
+    #[test]
+    fn continuations_without_an_opener_and_copied_members() {
+        let mut t = Translator::new(Minting::Deterministic);
+        let id = |t: &mut Translator, s: &str| {
+            let out = t.translate(&ev(s)).unwrap();
+            let mut text = [0u8; 36];
+            text.copy_from_slice(out.message_id().unwrap().raw());
+            (out.event_type(), text[35])
+        };
+        let content = r#"{"type":"THINKING_TEXT_MESSAGE_CONTENT","delta":"d"}"#;
+        // Each content without an open message mints an id, kept by none.
+        assert_eq!(
+            id(&mut t, content),
+            (EventType::ReasoningMessageContent, b'1')
+        );
+        assert_eq!(
+            id(&mut t, content),
+            (EventType::ReasoningMessageContent, b'2')
+        );
+        let end = r#"{"type":"THINKING_END"}"#;
+        assert_eq!(id(&mut t, end), (EventType::ReasoningEnd, b'3'));
+        // With an opener, content and end share its id; then it is closed.
+        let start = r#"{"type":"THINKING_TEXT_MESSAGE_START"}"#;
+        assert_eq!(id(&mut t, start), (EventType::ReasoningMessageStart, b'4'));
+        assert_eq!(
+            id(&mut t, content),
+            (EventType::ReasoningMessageContent, b'4')
+        );
+        let close = r#"{"type":"THINKING_TEXT_MESSAGE_END"}"#;
+        assert_eq!(id(&mut t, close), (EventType::ReasoningMessageEnd, b'4'));
+        assert_eq!(
+            id(&mut t, content),
+            (EventType::ReasoningMessageContent, b'5')
+        );
+        // The base members come along.
+        let out = t
+            .translate(&ev(r#"{"type":"THINKING_TEXT_MESSAGE_CONTENT","delta":"d","timestamp":7,"metadata":{"k":1},"subagentRunId":"s"}"#))
+            .unwrap();
+        assert_eq!(out.timestamp(), Some(7.0));
+        assert_eq!(out.metadata().unwrap().as_bytes(), br#"{"k":1}"#);
+        assert!(out.subagent_run_id().unwrap().eq_str("s"));
+        assert!(out.delta().unwrap().eq_str("d"));
     }
 
     #[test]
