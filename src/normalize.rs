@@ -646,7 +646,7 @@ mod tests {
     }
 
     #[test]
-    fn opener_errors_emit_nothing_and_capacity_is_exact() {
+    fn opener_errors_and_exact_capacities() {
         assert_eq!(
             expand(
                 Dialect::V0,
@@ -670,6 +670,39 @@ mod tests {
             expand(Dialect::V1, &lanes),
             Err(ChunkError::Capacity(Capacity::Lanes))
         );
+    }
+
+    /// A failing opener emits nothing, not even the END of the lane it
+    /// would replace, and leaves that lane open.
+    #[test]
+    fn a_failing_opener_leaves_the_open_lane_alone() {
+        let mut n = Normalizer::<2, 16>::new(Dialect::V1);
+        let mut step = |text: &str| {
+            let ev = decode(text.as_bytes(), Dialect::V1, Limits::new())
+                .unwrap()
+                .unwrap();
+            let mut out = Vec::new();
+            let r = n.process(&ev, |e: &Event<'_>| -> Result<(), ()> {
+                out.push(e.event_type());
+                Ok(())
+            });
+            (r.err(), out)
+        };
+        let (err, out) = step(r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"a","delta":"1"}"#);
+        assert_eq!((err, out.len()), (None, 2));
+        for opener in [
+            // Too long for the lane storage.
+            r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"0123456789abcdef","delta":"2"}"#,
+            // A tool lane needs a name.
+            r#"{"type":"TOOL_CALL_CHUNK","toolCallId":"t","delta":"2"}"#,
+        ] {
+            let (err, out) = step(opener);
+            assert!(err.is_some(), "{opener}");
+            assert!(out.is_empty(), "{opener}: {out:?}");
+        }
+        // "a" is still open: an id-less chunk continues it.
+        let (err, out) = step(r#"{"type":"TEXT_MESSAGE_CHUNK","delta":"3"}"#);
+        assert_eq!((err, out), (None, [EventType::TextMessageContent].to_vec()));
     }
 
     #[test]

@@ -293,6 +293,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                 )
                 .map_err(|f| full(f, Capacity::Subagents))?,
         };
+        const { assert!(N <= u16::MAX as usize, "subagent indices are u16") };
         Ok(u16::try_from(i).ok())
     }
 

@@ -1156,6 +1156,31 @@ fn owners_at_and_over_capacity() {
     assert_eq!(run_small(&two_runs).ok().events, 28);
 }
 
+/// A snapshot that overflows the owner table records none of its messages:
+/// the table is as it was, and what fitted before still fits after.
+#[test]
+fn an_overflowing_snapshot_changes_no_owners() {
+    let owned = |i: usize| [start(&format!("m{i}")), end(&format!("m{i}"))];
+    let snapshot = r#"{"type":"MESSAGES_SNAPSHOT","messages":[
+        {"id":"n0","role":"assistant","content":"x"},
+        {"id":"n1","role":"assistant","content":"x"},
+        {"id":"n2","role":"assistant","content":"x"}]}"#
+        .replace('\n', "");
+    let mut evs: Vec<String> = (0..4).flat_map(owned).collect();
+    evs.push(snapshot);
+    evs.extend((4..6).flat_map(owned));
+    let monitor = Config::new().policy(Policy::Monitor);
+    let out = run_with::<4, 6, 16>(&with_run(evs), monitor, 1 << 16, 0);
+    let summary = out.ok();
+    // Only the snapshot is refused; m4 and m5 take the last two owner slots.
+    assert_eq!((summary.violations, summary.events), (1, 14));
+    assert!(
+        !out.events
+            .iter()
+            .any(|e| e.0 == EventType::MessagesSnapshot)
+    );
+}
+
 #[test]
 fn id_length_at_and_over_capacity() {
     // 16 bytes of JSON text hold a 14-character id and its quotes.
