@@ -8,6 +8,8 @@
 
 mod common;
 
+use common::{RUN_FINISHED, RUN_STARTED, end, sse, start};
+
 use std::fmt::Write as _;
 
 use agui_stream::json::{self, DEFAULT_MAX_DEPTH, JsonErrorKind, Limits, MAX_DEPTH};
@@ -15,12 +17,8 @@ use agui_stream::{
     Capacity, Config, DecodeError, Dialect, Entity, Error, ErrorKind, Event, EventType, FrameInfo,
     Pipeline, Policy, Rule, RunPhase, SchemaProblem, Sink, Stage, Summary, decode, encode,
 };
-use common::Bytes;
 
 // ------------------------------------------------------------------ helpers
-
-const RUN_STARTED: &str = r#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#;
-const RUN_FINISHED: &str = r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r"}"#;
 
 /// One SSE frame holding `json` on a single `data:` line.
 fn frame(json: &str) -> Vec<u8> {
@@ -35,16 +33,11 @@ fn frame_bytes(json: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The frames of `events`, one after another.
-fn sse<S: AsRef<str>>(events: &[S]) -> Vec<u8> {
-    events.iter().flat_map(|e| frame(e.as_ref())).collect()
-}
-
 /// `event` encoded by the library's encoder.
 fn encoded(event: &Event<'_>) -> Vec<u8> {
-    let mut out = Bytes::default();
-    encode(event, &mut out).expect("Bytes never fills");
-    out.0
+    let mut out = Vec::new();
+    encode(event, &mut out).expect("a Vec never fills");
+    out
 }
 
 /// What one run delivered.
@@ -1102,13 +1095,6 @@ type Small<'b> = Pipeline<'b, 4, 6, 16>;
 
 fn run_small(stream: &[u8]) -> Outcome {
     run_with::<4, 6, 16>(stream, Config::new(), 1 << 16, 0)
-}
-
-fn start(id: &str) -> String {
-    format!(r#"{{"type":"TEXT_MESSAGE_START","messageId":"{id}"}}"#)
-}
-fn end(id: &str) -> String {
-    format!(r#"{{"type":"TEXT_MESSAGE_END","messageId":"{id}"}}"#)
 }
 
 fn with_run(middle: Vec<String>) -> Vec<u8> {

@@ -5,7 +5,7 @@
 mod common;
 
 use agui_stream::Dialect;
-use common::{dialect_name, run};
+use common::{dialect_name, run, sse};
 
 /// A small deterministic generator (xorshift64*), so failures reproduce.
 struct Rng(u64);
@@ -178,13 +178,6 @@ fn generate(rng: &mut Rng) -> (Vec<String>, Vec<String>) {
         r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r"}"#.to_owned(),
     );
     (chunked, explicit)
-}
-
-fn sse(events: &[String]) -> Vec<u8> {
-    events
-        .iter()
-        .flat_map(|e| format!("data: {e}\n\n").into_bytes())
-        .collect()
 }
 
 #[test]

@@ -1,98 +1,16 @@
 //! The verifier's capacities, the stop/monitor policies and the
 //! end-of-stream report, through the public pipeline API.
 
+mod common;
+
 use std::fmt;
 
+use common::{RUN_FINISHED, RUN_STARTED, end, sse, start};
+
 use agui_stream::{
-    Capacity, Config, Dialect, Error, ErrorKind, Event, FrameInfo, Pipeline, Policy, Rule,
-    RunPhase, Sink, Stage,
+    Config, Dialect, Error, ErrorKind, Event, FrameInfo, Pipeline, Policy, Rule, RunPhase, Sink,
+    Stage,
 };
-
-fn sse(events: &[String]) -> Vec<u8> {
-    events
-        .iter()
-        .flat_map(|e| format!("data: {e}\n\n").into_bytes())
-        .collect()
-}
-
-const RUN_STARTED: &str = r#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#;
-const RUN_FINISHED: &str = r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r"}"#;
-
-fn start(id: &str) -> String {
-    format!(r#"{{"type":"TEXT_MESSAGE_START","messageId":"{id}"}}"#)
-}
-fn end(id: &str) -> String {
-    format!(r#"{{"type":"TEXT_MESSAGE_END","messageId":"{id}"}}"#)
-}
-
-/// `n` text messages open at once, then all closed.
-fn open_messages(n: usize) -> Vec<u8> {
-    let mut evs = vec![RUN_STARTED.to_owned()];
-    evs.extend((0..n).map(|i| start(&format!("m{i}"))));
-    evs.extend((0..n).map(|i| end(&format!("m{i}"))));
-    evs.push(RUN_FINISHED.to_owned());
-    sse(&evs)
-}
-
-fn run_sized<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize>(
-    stream: &[u8],
-) -> Result<u64, Error> {
-    let mut buf = vec![0u8; 1 << 16];
-    let mut p = Pipeline::<'_, OPEN, OWNERS, ID_LEN>::with_capacity(&mut buf, Config::new());
-    let mut sink = |_: &Event<'_>, _: &FrameInfo| {};
-    p.push(stream, &mut sink)?;
-    Ok(p.finish(&mut sink)?.events)
-}
-
-#[test]
-fn open_ids_beyond_capacity_are_a_capacity_error() {
-    const N: usize = 6;
-    let stream = open_messages(N + 1);
-    let e = run_sized::<N, 64, 16>(&stream).unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Capacity(Capacity::OpenIds));
-    assert!(e.is_capacity());
-    assert_eq!(e.stage, Stage::Verify);
-    assert_eq!(e.frame, N as u64 + 1, "fails at the (N+1)th START");
-    // One more slot and the same stream is accepted.
-    let events = run_sized::<{ N + 1 }, 64, 16>(&stream).unwrap();
-    assert_eq!(events, 2 * (N as u64 + 1) + 2);
-}
-
-#[test]
-fn owners_beyond_capacity_are_a_capacity_error() {
-    // Messages opened one after another: one open at a time, but every id
-    // is remembered for the run (ownership checks need it).
-    let mut evs = vec![RUN_STARTED.to_owned()];
-    for i in 0..5 {
-        evs.push(start(&format!("m{i}")));
-        evs.push(end(&format!("m{i}")));
-    }
-    evs.push(RUN_FINISHED.to_owned());
-    let stream = sse(&evs);
-    let e = run_sized::<4, 4, 16>(&stream).unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Capacity(Capacity::Owners));
-    assert!(run_sized::<4, 5, 16>(&stream).is_ok());
-}
-
-#[test]
-fn ids_longer_than_storage_are_a_capacity_error() {
-    // 16 bytes hold a 14-character id and its quotes.
-    let ok = sse(&[
-        RUN_STARTED.into(),
-        start("abcdefghijklmn"),
-        end("abcdefghijklmn"),
-        RUN_FINISHED.into(),
-    ]);
-    let long = sse(&[
-        RUN_STARTED.into(),
-        start("abcdefghijklmno"),
-        end("abcdefghijklmno"),
-        RUN_FINISHED.into(),
-    ]);
-    assert!(run_sized::<4, 4, 16>(&ok).is_ok());
-    let e = run_sized::<4, 4, 16>(&long).unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Capacity(Capacity::IdLength));
-}
 
 /// Collects what a monitoring pipeline reports.
 #[derive(Default)]
@@ -222,7 +140,7 @@ fn end_of_stream_report_names_what_is_open() {
     assert_eq!((e.kind, e.stage), (ErrorKind::Incomplete, Stage::End));
 
     // A clean stream is complete.
-    let clean = sse(&[RUN_STARTED.into(), RUN_FINISHED.into()]);
+    let clean = sse(&[RUN_STARTED, RUN_FINISHED]);
     let mut buf = vec![0u8; 4096];
     let mut p = Pipeline::new(&mut buf, Config::new().strict_end(true));
     p.push(&clean, &mut sink).unwrap();
@@ -231,7 +149,7 @@ fn end_of_stream_report_names_what_is_open() {
 
 #[test]
 fn cut_stream_is_reported() {
-    let mut stream = sse(&[RUN_STARTED.into()]);
+    let mut stream = sse(&[RUN_STARTED]);
     stream.extend_from_slice(br#"data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}"#);
     let mut buf = vec![0u8; 4096];
     let mut p = Pipeline::new(&mut buf, Config::new());

@@ -12,9 +12,7 @@ use std::cell::RefCell;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use agui_stream::{
-    BufferFull, Config, Dialect, Error, Event, FrameInfo, Minting, Pipeline, Summary, encode,
-};
+use agui_stream::{Config, Dialect, Error, Event, FrameInfo, Minting, Pipeline, Summary, encode};
 
 #[path = "../../examples/agui/canon.rs"]
 pub mod canon;
@@ -45,6 +43,28 @@ pub fn read(path: &Path) -> Vec<u8> {
 }
 
 /// The `.sse` files of a directory, sorted by name.
+/// A run's first and last events, for streams built by hand.
+pub const RUN_STARTED: &str = r#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#;
+pub const RUN_FINISHED: &str = r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r"}"#;
+
+/// The frames of `events` (one-line JSON texts), one after another.
+pub fn sse<S: AsRef<str>>(events: &[S]) -> Vec<u8> {
+    events
+        .iter()
+        .flat_map(|e| format!("data: {}\n\n", e.as_ref()).into_bytes())
+        .collect()
+}
+
+/// TEXT_MESSAGE_START of message `id`.
+pub fn start(id: &str) -> String {
+    format!(r#"{{"type":"TEXT_MESSAGE_START","messageId":"{id}"}}"#)
+}
+
+/// TEXT_MESSAGE_END of message `id`.
+pub fn end(id: &str) -> String {
+    format!(r#"{{"type":"TEXT_MESSAGE_END","messageId":"{id}"}}"#)
+}
+
 pub fn sse_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
@@ -268,18 +288,6 @@ fn parse_result_line(line: &str) -> Result<Verdict, String> {
     })
 }
 
-/// Collects encoder output: `agui_stream::Write` is implemented for
-/// `Vec<u8>` only with the `std` feature, which the tests do not enable.
-#[derive(Default)]
-pub struct Bytes(pub Vec<u8>);
-
-impl agui_stream::Write for Bytes {
-    fn write_bytes(&mut self, bytes: &[u8]) -> Result<(), BufferFull> {
-        self.0.extend_from_slice(bytes);
-        Ok(())
-    }
-}
-
 /// Everything a run produced, uncanonicalised: the encoder's bytes and the
 /// frame of every event, and what `finish` (or the failing `push`) returned.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -335,12 +343,12 @@ where
     let mut pipeline = Pipeline::new(buffer, config);
     let mut events = Vec::new();
     let mut sink = |ev: &Event<'_>, frame: &FrameInfo| {
-        let mut out = Bytes::default();
+        let mut out = Vec::new();
         if encode(ev, &mut out).is_err() {
-            // Our writer never fills: record the failure so the comparison shows it.
-            out.0 = b"<encode failed>".to_vec();
+            // A Vec never fills: record the failure so the comparison shows it.
+            out = b"<encode failed>".to_vec();
         }
-        events.push((out.0, *frame));
+        events.push((out, *frame));
     };
     let mut result = Ok(());
     for piece in pieces {
@@ -362,10 +370,6 @@ pub fn run_raw(stream: &[u8], dialect: Dialect, chunk: usize) -> RawOutput {
 /// Runs `stream` pushed in `chunk`-byte pieces, in the oracle's output form.
 pub fn run(stream: &[u8], dialect: Dialect, chunk: usize) -> Output {
     run_raw(stream, dialect, chunk).output()
-}
-
-pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 pub fn dialect_name(d: Dialect) -> &'static str {
