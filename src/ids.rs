@@ -32,6 +32,11 @@ impl<const L: usize> StoredStr<L> {
     }
 
     /// Replaces the contents with `s` (as `"…"`).
+    /// Whether `s`, quotes included, fits `L` bytes.
+    pub(crate) fn fits(s: JsonStr<'_>) -> bool {
+        s.raw().len().saturating_add(2) <= L
+    }
+
     pub(crate) fn set(&mut self, s: JsonStr<'_>) -> Result<(), TooLong> {
         let raw = s.raw();
         let len = raw.len().checked_add(2).ok_or(TooLong)?;
@@ -224,7 +229,7 @@ impl<K: Copy + PartialEq, const N: usize, const L: usize> IdTable<K, N, L> {
 
     /// Whether `id` could be pushed now.
     pub(crate) fn room_for(&self, id: JsonStr<'_>) -> Result<(), Full> {
-        if id.raw().len().saturating_add(2) > L {
+        if !StoredStr::<L>::fits(id) {
             return Err(Full::IdLength);
         }
         if self.ids.is_full() {
