@@ -1614,8 +1614,17 @@ pub(crate) fn omitted(e: RawJson<'_>, item: &Shape, array: RawJson<'_>) -> bool 
 /// True if `e` is a legacy binary part the boundary upgrades.
 fn is_legacy_binary(e: RawJson<'_>, item: &Shape) -> bool {
     match *item {
-        Shape::Union(u) => variant(e, u)
-            .is_some_and(|o| o.special == Special::LegacyBinary && LegacyBinary::read(e).is_some()),
+        // Only a union with a legacy variant (content parts) is worth
+        // reading the element's tag for.
+        Shape::Union(u)
+            if u.variants
+                .iter()
+                .any(|(_, o)| o.special == Special::LegacyBinary) =>
+        {
+            variant(e, u).is_some_and(|o| {
+                o.special == Special::LegacyBinary && LegacyBinary::read(e).is_some()
+            })
+        }
         _ => false,
     }
 }
