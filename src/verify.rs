@@ -810,7 +810,8 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
         if let Some(eo) = existing {
             self.check_owner(event, tag, |_| existing, Owned::ToolCall.label(), id)?;
             if let (None, Some(io)) = (tag, inherited)
-                && self.name(io) != self.name(eo)
+                && io != eo
+            // names are interned once: same index, same name
             {
                 let eo_name = self.name(eo).and_then(|s| StoredStr::<L>::new(s).ok());
                 let io_name = self.name(io).and_then(|s| StoredStr::<L>::new(s).ok());
