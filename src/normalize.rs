@@ -387,33 +387,23 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
             return Ok(());
         };
         let [_, content_type, _] = kind.expansion();
-        let content_owner = tag
-            .map(|_| chunk.get(Key::SubagentRunId))
-            .unwrap_or(lane.owner.as_ref().map(StoredStr::json));
+        let content_owner = chunk
+            .get(Key::SubagentRunId)
+            .or_else(|| lane.owner.as_ref().map(StoredStr::json));
+        let delta = chunk.get(Key::Delta);
+        let raw_event = if v1 { chunk.raw_event() } else { None };
+        // A continuation carrying only metadata still yields an (empty)
+        // CONTENT so the metadata is not lost; an opener's rode the START.
+        if delta.is_none() && raw_event.is_none() && !(continues && chunk.metadata().is_some()) {
+            return Ok(());
+        }
         let mut content = Event::empty(content_type, self.dialect, None);
         content.set(kind.id_key(), Some(lane.id.json()));
         content.set(Key::SubagentRunId, content_owner);
         content.set(Key::Metadata, chunk.metadata());
-        let delta = chunk.get(Key::Delta);
-        let has_content = if v1 {
-            delta.is_some() || chunk.raw_event().is_some()
-        } else {
-            delta.is_some()
-        };
-        if has_content {
-            content.set(Key::Delta, Some(delta.unwrap_or(EMPTY_DELTA)));
-            if v1 {
-                content.set(Key::RawEvent, chunk.raw_event());
-            }
-            return emit(&content).map_err(Stop::Downstream);
-        }
-        // A continuation carrying only metadata still yields an (empty)
-        // CONTENT so the metadata is not lost; an opener's rode the START.
-        if continues && chunk.metadata().is_some() {
-            content.set(Key::Delta, Some(EMPTY_DELTA));
-            return emit(&content).map_err(Stop::Downstream);
-        }
-        Ok(())
+        content.set(Key::Delta, Some(delta.unwrap_or(EMPTY_DELTA)));
+        content.set(Key::RawEvent, raw_event);
+        emit(&content).map_err(Stop::Downstream)
     }
 
     /// V1: a continuation may repeat the opener's fields, but only with the
