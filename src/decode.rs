@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-use crate::error::Capacity;
+use crate::capacity::Capacity;
 use crate::event::Event;
 use crate::event_type::{EventType, KEY_COUNT, Key};
 use crate::json::{self, JsonError, JsonKind, Limits, RawJson};

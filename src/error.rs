@@ -2,6 +2,7 @@
 
 use core::fmt;
 
+use crate::capacity::Capacity;
 use crate::decode::DecodeError;
 use crate::event_type::EventType;
 use crate::json::{JsonError, JsonErrorKind};
@@ -49,62 +50,6 @@ pub enum ErrorKind {
     /// A fixed capacity was exceeded. Not a protocol violation: the input
     /// may be valid, but this configuration cannot hold it.
     Capacity(Capacity),
-}
-
-/// Which fixed capacity an input exceeded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum Capacity {
-    /// A frame spanning pushes is larger than the framer's buffer.
-    FrameBuffer {
-        /// The buffer's size in bytes.
-        capacity: usize,
-    },
-    /// JSON nested deeper than [`crate::Limits::max_depth`].
-    JsonDepth {
-        /// The limit in force.
-        limit: usize,
-    },
-    /// A content array whose legacy binary parts would need more sibling
-    /// comparisons than the budget allows (V1's upgrade of legacy parts).
-    LegacyParts {
-        /// Comparisons allowed per array.
-        budget: usize,
-    },
-    /// More chunk lanes open at once than the normalizer holds.
-    Lanes,
-    /// More ids open at once than the verifier's open-id table holds.
-    OpenIds,
-    /// More owned ids in one run than the verifier's owner table holds.
-    Owners,
-    /// More distinct subagents in one run than the verifier holds.
-    Subagents,
-    /// An id longer than the id storage.
-    IdLength,
-}
-
-impl fmt::Display for Capacity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Capacity::FrameBuffer { capacity } => {
-                write!(f, "frame larger than the {capacity}-byte frame buffer")
-            }
-            Capacity::JsonDepth { limit } => {
-                write!(f, "JSON nested deeper than the limit of {limit} levels")
-            }
-            Capacity::LegacyParts { budget } => write!(
-                f,
-                "legacy binary content parts need more than {budget} comparisons to upgrade"
-            ),
-            Capacity::Lanes => {
-                f.write_str("more chunk lanes open at once than the normalizer holds")
-            }
-            Capacity::OpenIds => f.write_str("more ids open at once than the verifier holds"),
-            Capacity::Owners => f.write_str("more owned ids in one run than the verifier holds"),
-            Capacity::Subagents => f.write_str("more subagents in one run than the verifier holds"),
-            Capacity::IdLength => f.write_str("an id longer than the id storage"),
-        }
-    }
 }
 
 /// The pipeline stage an error comes from, named as the reference names it

@@ -51,6 +51,7 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+mod capacity;
 mod decode;
 mod encode;
 mod error;
@@ -74,7 +75,8 @@ mod work;
 
 pub use decode::{DecodeError, decode};
 pub use encode::{BufferFull, FmtWriter, SliceWriter, Write, encode, encode_to_slice, write_str};
-pub use error::{Capacity, Error, ErrorKind, Stage};
+pub use capacity::Capacity;
+pub use error::{Error, ErrorKind, Stage};
 pub use event::Event;
 pub use event_type::{EventType, KEY_COUNT, Key};
 pub use json::{JsonError, JsonErrorKind, JsonKind, Limits, RawJson};

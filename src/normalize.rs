@@ -11,7 +11,7 @@
 
 use core::fmt;
 
-use crate::error::Capacity;
+use crate::capacity::Capacity;
 use crate::event::Event;
 use crate::event_type::{EventType, Key};
 use crate::ids::StoredStr;

@@ -4,7 +4,8 @@
 use core::fmt;
 
 use crate::decode::decode;
-use crate::error::{Capacity, Error, ErrorKind, Stage};
+use crate::capacity::Capacity;
+use crate::error::{Error, ErrorKind, Stage};
 use crate::event::Event;
 use crate::json::Limits;
 use crate::legacy::{Minting, Translator};

@@ -9,7 +9,7 @@
 
 use core::fmt;
 
-use crate::error::Capacity;
+use crate::capacity::Capacity;
 use crate::event::Event;
 use crate::event_type::EventType;
 use crate::ids::{Entry, Full, IdTable, StoredStr};
