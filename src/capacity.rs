@@ -27,12 +27,18 @@ pub enum Capacity {
     Lanes,
     /// More ids open at once than the verifier's open-id table holds.
     OpenIds,
-    /// More owned ids in one run than the verifier's owner table holds.
+    /// A rule needs the owner of an id whose record was forgotten (the
+    /// verifier keeps the newest owner records and those of open entities;
+    /// a run may have any number of them).
     Owners,
     /// More distinct subagents in one run than the verifier holds.
     Subagents,
-    /// An id longer than the id storage.
-    IdLength,
+    /// The ids that must be held at once (open ids, subagent ids, a chunk
+    /// lane's strings) need more bytes than the id storage has.
+    IdBytes {
+        /// The storage's size in bytes.
+        capacity: usize,
+    },
 }
 
 impl fmt::Display for Capacity {
@@ -52,9 +58,13 @@ impl fmt::Display for Capacity {
                 f.write_str("more chunk lanes open at once than the normalizer holds")
             }
             Capacity::OpenIds => f.write_str("more ids open at once than the verifier holds"),
-            Capacity::Owners => f.write_str("more owned ids in one run than the verifier holds"),
+            Capacity::Owners => f.write_str(
+                "the owner of an id this event refers to was forgotten (too many owner records in one run)",
+            ),
             Capacity::Subagents => f.write_str("more subagents in one run than the verifier holds"),
-            Capacity::IdLength => f.write_str("an id longer than the id storage"),
+            Capacity::IdBytes { capacity } => {
+                write!(f, "ids held at once need more than the {capacity}-byte id storage")
+            }
         }
     }
 }

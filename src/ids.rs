@@ -1,17 +1,212 @@
-//! Fixed-capacity storage for ids the later stages must remember.
+//! Storage for the ids the later stages must remember, sized by the bytes
+//! the ids take rather than by slots.
 //!
-//! An id is kept as the JSON string it arrived as, quotes included, so a
-//! stored id is itself a [`RawJson`] value that synthesized events can
-//! borrow. Ids compare by decoded text, as JavaScript compares strings.
+//! A [`Pool`] keeps ids back to back as they were written (escapes
+//! included, so a stored id compares by decoded text, as JavaScript
+//! compares strings); a [`Span`] says where one lies. Several tables can
+//! share one pool: releasing a span compacts the pool, and every table
+//! sharing it shifts its spans ([`IdTable::shift`]).
 
 use crate::json::RawJson;
 use crate::string::JsonStr;
 
-/// An id longer than the storage allows (its JSON text, quotes included).
+/// No room: too many entries, or too few free bytes in the pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct TooLong;
+pub(crate) enum Full {
+    Entries,
+    Bytes,
+}
 
-/// One string of at most `L` bytes of JSON text.
+/// Where one stored string lies in a [`Pool`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Span {
+    start: u16,
+    len: u16,
+}
+
+impl Span {
+    pub(crate) const fn len(self) -> usize {
+        self.len as usize
+    }
+
+    /// The `len` bytes at `offset` inside this span.
+    pub(crate) fn part(self, offset: u16, len: u16) -> Span {
+        let start = self.start.saturating_add(offset);
+        let end = start
+            .saturating_add(len)
+            .min(self.start.saturating_add(self.len));
+        Span {
+            start,
+            len: end.saturating_sub(start),
+        }
+    }
+
+    /// The same string after `freed` was released from its pool.
+    pub(crate) fn shifted(self, freed: Span) -> Span {
+        if self.start > freed.start {
+            Span {
+                start: self.start.saturating_sub(freed.len),
+                len: self.len,
+            }
+        } else {
+            self
+        }
+    }
+}
+
+/// Part of a string to store: bytes from elsewhere, or a span of the same
+/// pool.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Piece<'a> {
+    Bytes(&'a [u8]),
+    Stored(Span),
+}
+
+impl Piece<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Piece::Bytes(b) => b.len(),
+            Piece::Stored(s) => s.len(),
+        }
+    }
+}
+
+/// `B` bytes of strings, stored back to back in allocation order.
+#[derive(Clone, Debug)]
+pub(crate) struct Pool<const B: usize> {
+    bytes: [u8; B],
+    used: u16,
+}
+
+impl<const B: usize> Pool<B> {
+    pub(crate) const fn new() -> Self {
+        const { assert!(B <= u16::MAX as usize, "a pool holds at most 65535 bytes") };
+        Pool {
+            bytes: [0; B],
+            used: 0,
+        }
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.used = 0;
+    }
+
+    pub(crate) fn free(&self) -> usize {
+        B.saturating_sub(usize::from(self.used))
+    }
+
+    /// Copies `parts` (concatenated) to the end of the pool.
+    pub(crate) fn alloc(&mut self, parts: &[&[u8]]) -> Result<Span, Full> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len > self.free() {
+            return Err(Full::Bytes);
+        }
+        let start = self.used;
+        let mut at = usize::from(start);
+        for part in parts {
+            let end = at.saturating_add(part.len());
+            let dst = self.bytes.get_mut(at..end).ok_or(Full::Bytes)?;
+            dst.copy_from_slice(part);
+            at = end;
+        }
+        // `len` ≤ free space < 2^16.
+        let len = u16::try_from(len).map_err(|_| Full::Bytes)?;
+        self.used = start.saturating_add(len);
+        Ok(Span { start, len })
+    }
+
+    /// Copies `pieces` (concatenated) to the end of the pool; a
+    /// [`Piece::Stored`] copies bytes already in it.
+    pub(crate) fn alloc_pieces(&mut self, pieces: &[Piece<'_>]) -> Result<Span, Full> {
+        let len: usize = pieces.iter().map(Piece::len).sum();
+        if len > self.free() {
+            return Err(Full::Bytes);
+        }
+        let start = self.used;
+        let mut at = usize::from(start);
+        for piece in pieces {
+            let end = at.saturating_add(piece.len());
+            match *piece {
+                Piece::Bytes(bytes) => {
+                    let dst = self.bytes.get_mut(at..end).ok_or(Full::Bytes)?;
+                    dst.copy_from_slice(bytes);
+                }
+                Piece::Stored(span) => {
+                    let from = usize::from(span.start);
+                    self.bytes
+                        .copy_within(from..from.saturating_add(span.len()), at);
+                }
+            }
+            at = end;
+        }
+        let len = u16::try_from(len).map_err(|_| Full::Bytes)?;
+        self.used = start.saturating_add(len);
+        Ok(Span { start, len })
+    }
+
+    /// Copies the text of `s` (its JSON text without quotes).
+    pub(crate) fn alloc_text(&mut self, s: JsonStr<'_>) -> Result<Span, Full> {
+        self.alloc(&[s.raw()])
+    }
+
+    /// Releases `span`, moving the bytes after it down: every span after it
+    /// (in any table sharing the pool) must be [`Span::shifted`].
+    pub(crate) fn release(&mut self, span: Span) {
+        let (start, len) = (usize::from(span.start), usize::from(span.len));
+        let end = start.saturating_add(len);
+        let used = usize::from(self.used);
+        if end > used {
+            return;
+        }
+        self.bytes.copy_within(end..used, start);
+        self.used = self.used.saturating_sub(span.len);
+    }
+
+    pub(crate) fn bytes(&self, span: Span) -> &[u8] {
+        let start = usize::from(span.start);
+        let end = start.saturating_add(usize::from(span.len));
+        self.bytes.get(start..end).unwrap_or_default()
+    }
+
+    /// A string stored with [`alloc_text`](Self::alloc_text).
+    pub(crate) fn text(&self, span: Span) -> JsonStr<'_> {
+        JsonStr::from_escaped(self.bytes(span))
+    }
+}
+
+/// Up to `K` strings of `B` bytes in all, kept for an error message while
+/// the event they came from is gone (a string that does not fit only
+/// shortens the message).
+#[derive(Clone, Debug)]
+pub(crate) struct Kept<const B: usize, const K: usize> {
+    pool: Pool<B>,
+    strs: [Option<Span>; K],
+}
+
+impl<const B: usize, const K: usize> Kept<B, K> {
+    pub(crate) const fn new() -> Self {
+        Kept {
+            pool: Pool::new(),
+            strs: [None; K],
+        }
+    }
+
+    /// Replaces the kept strings with `strs`.
+    pub(crate) fn keep(&mut self, strs: [Option<JsonStr<'_>>; K]) {
+        self.pool.clear();
+        for (slot, s) in self.strs.iter_mut().zip(strs) {
+            *slot = s.and_then(|s| self.pool.alloc_text(s).ok());
+        }
+    }
+
+    /// The `i`th kept string.
+    pub(crate) fn get(&self, i: usize) -> Option<JsonStr<'_>> {
+        let span = (*self.strs.get(i)?)?;
+        Some(self.pool.text(span))
+    }
+}
+
+/// One string of at most `L` bytes of JSON text, inline.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct StoredStr<const L: usize> {
     len: u16,
@@ -24,48 +219,24 @@ impl<const L: usize> StoredStr<L> {
         bytes: [0; L],
     };
 
-    /// Copies `s` (as `"…"`).
-    pub(crate) fn new(s: JsonStr<'_>) -> Result<Self, TooLong> {
-        let mut out = Self::EMPTY;
-        out.set(s)?;
-        Ok(out)
-    }
-
-    /// Replaces the contents with `s` (as `"…"`).
-    /// Whether `s`, quotes included, fits `L` bytes.
-    pub(crate) fn fits(s: JsonStr<'_>) -> bool {
-        s.raw().len().saturating_add(2) <= L
-    }
-
-    pub(crate) fn set(&mut self, s: JsonStr<'_>) -> Result<(), TooLong> {
-        let raw = s.raw();
-        let len = raw.len().checked_add(2).ok_or(TooLong)?;
-        let stored_len = u16::try_from(len).map_err(|_| TooLong)?;
-        let dst = self.bytes.get_mut(..len).ok_or(TooLong)?;
-        let (open, rest) = dst.split_first_mut().ok_or(TooLong)?;
-        let (close, middle) = rest.split_last_mut().ok_or(TooLong)?;
+    /// Replaces the contents with `text` (as `"…"`), which must be valid
+    /// JSON string contents; `None` if it does not fit.
+    pub(crate) fn set_ascii(&mut self, text: &[u8]) -> Option<()> {
+        let len = text.len().checked_add(2)?;
+        let stored_len = u16::try_from(len).ok()?;
+        let dst = self.bytes.get_mut(..len)?;
+        let (open, rest) = dst.split_first_mut()?;
+        let (close, middle) = rest.split_last_mut()?;
         *open = b'"';
         *close = b'"';
-        middle.copy_from_slice(raw);
+        middle.copy_from_slice(text);
         self.len = stored_len;
-        Ok(())
-    }
-
-    /// Replaces the contents with plain ASCII text needing no escapes.
-    pub(crate) fn set_ascii(&mut self, text: &[u8]) -> Result<(), TooLong> {
-        self.set(JsonStr::from_escaped(text))
+        Some(())
     }
 
     /// The stored string as a JSON value.
     pub(crate) fn json(&self) -> RawJson<'_> {
         RawJson::trusted(self.bytes.get(..usize::from(self.len)).unwrap_or_default())
-    }
-
-    /// The stored string.
-    pub(crate) fn text(&self) -> JsonStr<'_> {
-        let end = usize::from(self.len).saturating_sub(1);
-        let inner = self.bytes.get(1..end).unwrap_or_default();
-        JsonStr::from_escaped(inner)
     }
 }
 
@@ -73,22 +244,22 @@ impl<const L: usize> StoredStr<L> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Entry<K> {
     pub(crate) kind: K,
-    /// Index of the owning subagent's id in the run's [`IdTable`] of
-    /// subagent names, or `None` for the parent agent.
+    /// Index of the owning subagent's id in the run's table of subagent
+    /// names, or `None` for the parent agent.
     pub(crate) owner: Option<u16>,
 }
 
-/// A fixed-capacity, insertion-ordered table of ids, each with a kind and
-/// an owner.
+/// A fixed-capacity, insertion-ordered table of at most `N` ids, each with
+/// a kind and an owner, whose text lives in a [`Pool`] the caller passes.
 ///
-/// Tables of up to [`INDEXED_CAPACITY`] entries (the open-id tables) keep a
-/// hash index, so a lookup costs one hash and a probe or two whatever the
-/// number of entries; larger tables (the owner table) scan a dense array of
-/// 32-bit hashes. A table of four entries or fewer compares ids directly.
+/// Tables of up to [`INDEXED_CAPACITY`] entries keep a hash index, so a
+/// lookup costs one hash and a probe or two whatever the number of
+/// entries; larger tables scan a dense array of 32-bit hashes. A table of
+/// four entries or fewer compares ids directly.
 #[derive(Clone, Debug)]
-pub(crate) struct IdTable<K: Copy, const N: usize, const L: usize> {
-    /// Each id with its entry.
-    ids: heapless::Vec<(StoredStr<L>, Entry<K>), N>,
+pub(crate) struct IdTable<K: Copy, const N: usize> {
+    /// Each id's place in the pool, with its entry.
+    ids: heapless::Vec<(Span, Entry<K>), N>,
     /// The hash of each id's decoded text, at the same position.
     hashes: heapless::Vec<u32, N>,
     /// Open addressing with linear probing: a slot holds a position in
@@ -103,20 +274,7 @@ pub(crate) const INDEXED_CAPACITY: usize = INDEX_SLOTS / 2;
 /// An empty index slot.
 const NO_ENTRY: u8 = u8::MAX;
 
-/// The table is full or the id is too long.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Full {
-    Entries,
-    IdLength,
-}
-
-impl From<TooLong> for Full {
-    fn from(_: TooLong) -> Self {
-        Full::IdLength
-    }
-}
-
-impl<K: Copy + PartialEq, const N: usize, const L: usize> IdTable<K, N, L> {
+impl<K: Copy + PartialEq, const N: usize> IdTable<K, N> {
     const INDEXED: bool = N <= INDEXED_CAPACITY;
 
     pub(crate) const fn new() -> Self {
@@ -127,6 +285,7 @@ impl<K: Copy + PartialEq, const N: usize, const L: usize> IdTable<K, N, L> {
         }
     }
 
+    /// Forgets every entry (the caller clears or compacts the pool).
     pub(crate) fn clear(&mut self) {
         self.ids.clear();
         self.hashes.clear();
@@ -134,26 +293,46 @@ impl<K: Copy + PartialEq, const N: usize, const L: usize> IdTable<K, N, L> {
     }
 
     /// Position of `id` with kind `kind`.
-    pub(crate) fn find(&self, kind: K, id: JsonStr<'_>) -> Option<usize> {
-        self.find_where(id, |k| k == kind)
+    pub(crate) fn find<const B: usize>(
+        &self,
+        pool: &Pool<B>,
+        kind: K,
+        id: JsonStr<'_>,
+    ) -> Option<usize> {
+        self.find_where(pool, id, |k| k == kind)
     }
 
     /// First position of `id` with a kind matching `pred`.
-    pub(crate) fn find_where(&self, id: JsonStr<'_>, pred: impl Fn(K) -> bool) -> Option<usize> {
+    pub(crate) fn find_where<const B: usize>(
+        &self,
+        pool: &Pool<B>,
+        id: JsonStr<'_>,
+        pred: impl Fn(K) -> bool,
+    ) -> Option<usize> {
         // A few entries (the usual open-id table) are cheaper to compare
         // than to hash.
         if self.ids.len() <= 4 {
             return self
                 .ids
                 .iter()
-                .position(|(s, e)| pred(e.kind) && s.text() == id);
+                .position(|&(s, e)| pred(e.kind) && pool.text(s) == id);
         }
+        self.find_hashed(pool, id, id.text_hash(), pred)
+    }
+
+    /// [`find_where`](Self::find_where) with the id's hash known.
+    pub(crate) fn find_hashed<const B: usize>(
+        &self,
+        pool: &Pool<B>,
+        id: JsonStr<'_>,
+        hash: u32,
+        pred: impl Fn(K) -> bool,
+    ) -> Option<usize> {
         let matches = |i: usize| {
             self.ids
                 .get(i)
-                .is_some_and(|(s, e)| pred(e.kind) && s.text() == id)
+                .is_some_and(|&(s, e)| pred(e.kind) && pool.text(s) == id)
         };
-        let hash = id.text_hash();
         let same_hash = |i: usize| self.hashes.get(i) == Some(&hash);
         if Self::INDEXED {
             // Every entry with this hash is in the probe run that starts at
@@ -173,8 +352,8 @@ impl<K: Copy + PartialEq, const N: usize, const L: usize> IdTable<K, N, L> {
         (0..self.hashes.len()).find(|&i| same_hash(i) && matches(i))
     }
 
-    pub(crate) fn get(&self, i: usize) -> Option<(&StoredStr<L>, Entry<K>)> {
-        self.ids.get(i).map(|(s, e)| (s, *e))
+    pub(crate) fn get(&self, i: usize) -> Option<(Span, Entry<K>)> {
+        self.ids.get(i).copied()
     }
 
     pub(crate) fn set_entry(&mut self, i: usize, entry: Entry<K>) {
@@ -183,14 +362,27 @@ impl<K: Copy + PartialEq, const N: usize, const L: usize> IdTable<K, N, L> {
         }
     }
 
-    /// Appends `id`; returns its position.
-    pub(crate) fn push(&mut self, id: JsonStr<'_>, entry: Entry<K>) -> Result<usize, Full> {
-        let s = StoredStr::new(id)?;
+    /// Whether another entry fits (bytes aside).
+    pub(crate) fn is_full(&self) -> bool {
+        self.ids.is_full()
+    }
+
+    /// Appends `id`, copying its text into `pool`; returns its position.
+    pub(crate) fn push<const B: usize>(
+        &mut self,
+        pool: &mut Pool<B>,
+        id: JsonStr<'_>,
+        entry: Entry<K>,
+    ) -> Result<usize, Full> {
+        if self.ids.is_full() {
+            return Err(Full::Entries);
+        }
+        let span = pool.alloc_text(id)?;
         let hash = id.text_hash();
         let position = self.ids.len();
-        self.ids.push((s, entry)).map_err(|_| Full::Entries)?;
-        if self.hashes.push(hash).is_err() {
+        if self.ids.push((span, entry)).is_err() || self.hashes.push(hash).is_err() {
             self.ids.truncate(position);
+            pool.release(span);
             return Err(Full::Entries);
         }
         if Self::INDEXED {
@@ -223,41 +415,28 @@ impl<K: Copy + PartialEq, const N: usize, const L: usize> IdTable<K, N, L> {
         }
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.ids.len()
+    /// Removes the entry at `i`, keeping the others in order; returns its
+    /// span, which the caller releases from the pool.
+    #[must_use]
+    pub(crate) fn remove(&mut self, i: usize) -> Option<Span> {
+        if i >= self.ids.len() || i >= self.hashes.len() {
+            return None;
+        }
+        let (span, _) = self.ids.remove(i);
+        self.hashes.remove(i);
+        self.reindex();
+        Some(span)
     }
 
-    /// Whether `id` could be pushed now.
-    pub(crate) fn room_for(&self, id: JsonStr<'_>) -> Result<(), Full> {
-        if !StoredStr::<L>::fits(id) {
-            return Err(Full::IdLength);
-        }
-        if self.ids.is_full() {
-            return Err(Full::Entries);
-        }
-        Ok(())
-    }
-
-    /// Drops the entries from position `len` on.
-    pub(crate) fn truncate(&mut self, len: usize) {
-        if len < self.ids.len() {
-            self.ids.truncate(len);
-            self.hashes.truncate(len);
-            self.reindex();
+    /// Follows the pool's compaction after `freed` was released.
+    pub(crate) fn shift(&mut self, freed: Span) {
+        for (s, _) in &mut self.ids {
+            *s = s.shifted(freed);
         }
     }
 
-    /// Removes the entry at `i`, keeping the others in order.
-    pub(crate) fn remove(&mut self, i: usize) {
-        if i < self.ids.len() && i < self.hashes.len() {
-            self.ids.remove(i);
-            self.hashes.remove(i);
-            self.reindex();
-        }
-    }
-
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (&StoredStr<L>, Entry<K>)> {
-        self.ids.iter().map(|(s, e)| (s, *e))
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (Span, Entry<K>)> + '_ {
+        self.ids.iter().copied()
     }
 }
 
@@ -273,37 +452,64 @@ mod tests {
 
     use super::*;
 
-    #[test]
-    fn stores_json_text_and_compares_decoded() {
-        let s = StoredStr::<16>::new(JsonStr::from_escaped(br"a\u0062")).unwrap();
-        assert_eq!(s.json().as_bytes(), br#""a\u0062""#);
-        assert!(s.text().eq_str("ab"));
-        assert!(StoredStr::<8>::new(JsonStr::from_escaped(b"1234567")).is_err());
-        assert!(StoredStr::<8>::new(JsonStr::from_escaped(b"123456")).is_ok());
-    }
-
-    #[test]
-    fn table_capacity_is_exact() {
-        let mut t = IdTable::<u8, 2, 8>::new();
-        let e = Entry {
-            kind: 0,
-            owner: None,
-        };
-        t.push(JsonStr::from_escaped(b"a"), e).unwrap();
-        t.push(JsonStr::from_escaped(b"b"), e).unwrap();
-        assert_eq!(t.push(JsonStr::from_escaped(b"c"), e), Err(Full::Entries));
-        assert_eq!(t.find(0, JsonStr::from_escaped(br"\u0062")), Some(1));
-        assert_eq!(t.find(1, JsonStr::from_escaped(b"b")), None);
-        t.remove(0);
-        assert_eq!(t.find(0, JsonStr::from_escaped(b"b")), Some(0));
-    }
-
     fn text(raw: &[u8]) -> JsonStr<'_> {
         JsonStr::from_escaped(raw)
     }
 
-    /// Random pushes, removals and truncations; every lookup must give the
-    /// first matching position, as a plain scan would.
+    #[test]
+    fn stores_json_text_and_compares_decoded() {
+        let mut s = StoredStr::<9>::EMPTY;
+        s.set_ascii(br"a\u0062").unwrap();
+        assert_eq!(s.json().as_bytes(), br#""a\u0062""#);
+        assert!(s.json().as_str().unwrap().eq_str("ab"));
+        assert!(s.set_ascii(b"12345678").is_none());
+        let mut pool = Pool::<16>::new();
+        let a = pool.alloc_text(text(br"a\u0062")).unwrap();
+        assert!(pool.text(a).eq_str("ab"));
+        let b = pool
+            .alloc_pieces(&[Piece::Bytes(b"\""), Piece::Stored(a), Piece::Bytes(b"\"")])
+            .unwrap();
+        assert_eq!(pool.bytes(b), br#""a\u0062""#);
+    }
+
+    #[test]
+    fn a_pool_compacts_and_spans_follow() {
+        let mut pool = Pool::<8>::new();
+        let a = pool.alloc_text(text(b"abc")).unwrap();
+        let b = pool.alloc_text(text(b"de")).unwrap();
+        let c = pool.alloc_text(text(b"fgh")).unwrap();
+        assert_eq!(pool.alloc_text(text(b"x")), Err(Full::Bytes));
+        pool.release(b);
+        let (a, c) = (a.shifted(b), c.shifted(b));
+        assert!(pool.text(a).eq_str("abc") && pool.text(c).eq_str("fgh"));
+        assert_eq!(pool.free(), 2);
+        let d = pool.alloc_text(text(b"ij")).unwrap();
+        assert!(pool.text(d).eq_str("ij"));
+    }
+
+    #[test]
+    fn table_capacity_is_exact() {
+        let mut pool = Pool::<8>::new();
+        let mut t = IdTable::<u8, 2>::new();
+        let e = Entry {
+            kind: 0,
+            owner: None,
+        };
+        t.push(&mut pool, text(b"a"), e).unwrap();
+        t.push(&mut pool, text(b"b"), e).unwrap();
+        assert_eq!(t.push(&mut pool, text(b"c"), e), Err(Full::Entries));
+        assert_eq!(t.find(&pool, 0, text(br"\u0062")), Some(1));
+        assert_eq!(t.find(&pool, 1, text(b"b")), None);
+        let freed = t.remove(0).unwrap();
+        pool.release(freed);
+        t.shift(freed);
+        assert_eq!(t.find(&pool, 0, text(b"b")), Some(0));
+        let mut t = IdTable::<u8, 8>::new();
+        assert_eq!(t.push(&mut pool, text(b"12345678"), e), Err(Full::Bytes));
+    }
+
+    /// Random pushes and removals; every lookup must give the first
+    /// matching position, as a plain scan would.
     fn agrees_with_a_scan<const N: usize>() {
         let ids: [&[u8]; 12] = [
             b"a",
@@ -319,7 +525,8 @@ mod tests {
             "\u{e9}t\u{e9}".as_bytes(),
             b"",
         ];
-        let mut t = IdTable::<u8, N, 24>::new();
+        let mut pool = Pool::<1024>::new();
+        let mut t = IdTable::<u8, N>::new();
         let mut model: std::vec::Vec<(&[u8], u8)> = std::vec::Vec::new();
         let mut seed = 0x2545_f491_4f6c_dd1du64;
         let mut next = |n: usize| {
@@ -333,28 +540,28 @@ mod tests {
                 0..=4 if model.len() < N => {
                     let (id, kind) = (ids[next(ids.len())], next(3) as u8);
                     let e = Entry { kind, owner: None };
-                    assert_eq!(t.push(text(id), e), Ok(model.len()));
+                    assert_eq!(t.push(&mut pool, text(id), e), Ok(model.len()));
                     model.push((id, kind));
                 }
-                5 if !model.is_empty() => {
+                5 | 6 if !model.is_empty() => {
                     let i = next(model.len());
-                    t.remove(i);
+                    let freed = t.remove(i).unwrap();
+                    pool.release(freed);
+                    t.shift(freed);
                     model.remove(i);
-                }
-                6 => {
-                    let len = next(model.len() + 1);
-                    t.truncate(len);
-                    model.truncate(len);
                 }
                 _ => {}
             }
-            assert_eq!(t.len(), model.len());
+            assert_eq!(t.iter().count(), model.len());
+            for (i, (id, _)) in model.iter().enumerate() {
+                assert_eq!(pool.bytes(t.get(i).unwrap().0), *id);
+            }
             for id in ids {
                 for kind in 0..3u8 {
                     let expected = model
                         .iter()
                         .position(|&(m, k)| k == kind && text(m) == text(id));
-                    assert_eq!(t.find(kind, text(id)), expected);
+                    assert_eq!(t.find(&pool, kind, text(id)), expected);
                 }
             }
         }

@@ -73,9 +73,9 @@ pub mod work;
 #[cfg(not(feature = "work-count"))]
 mod work;
 
+pub use capacity::Capacity;
 pub use decode::{DecodeError, decode};
 pub use encode::{BufferFull, FmtWriter, SliceWriter, Write, encode, encode_to_slice, write_str};
-pub use capacity::Capacity;
 pub use error::{Error, ErrorKind, Stage};
 pub use event::Event;
 pub use event_type::{EventType, KEY_COUNT, Key};
@@ -83,8 +83,8 @@ pub use json::{JsonError, JsonErrorKind, JsonKind, Limits, RawJson};
 pub use legacy::Minting;
 pub use normalize::ChunkError;
 pub use pipeline::{
-    Config, DEFAULT_ID_LEN, DEFAULT_OPEN_IDS, DEFAULT_OWNERS, FrameInfo, LANES, OpenCounts,
-    Pipeline, Policy, Sink, Summary,
+    Config, DEFAULT_ID_BYTES, DEFAULT_OPEN_IDS, DEFAULT_OWNERS, FrameInfo, LANE_BYTES, LANES,
+    OpenCounts, Pipeline, Policy, Sink, Summary,
 };
 pub use schema::{Dialect, SchemaError, SchemaProblem};
 pub use string::{BufferTooSmall, Chars, JsonStr, Unescaped};

@@ -14,7 +14,7 @@ use core::fmt;
 use crate::capacity::Capacity;
 use crate::event::Event;
 use crate::event_type::{EventType, Key};
-use crate::ids::StoredStr;
+use crate::ids::{Kept, Piece, Pool, Span};
 use crate::json::RawJson;
 use crate::schema::Dialect;
 use crate::string::JsonStr;
@@ -99,9 +99,9 @@ pub enum ChunkError {
         /// How many are open.
         lanes: usize,
     },
-    /// More lanes than the normalizer holds ([`Capacity::Lanes`]), or an
-    /// id, name or subagentRunId longer than the lane storage
-    /// ([`Capacity::IdLength`]).
+    /// More lanes than the normalizer holds ([`Capacity::Lanes`]), or
+    /// lanes whose strings need more bytes than its storage
+    /// ([`Capacity::IdBytes`]).
     Capacity(Capacity),
 }
 
@@ -116,34 +116,67 @@ const TEXT_ROLES: [RawJson<'static>; 4] = [
 const ASSISTANT: u8 = 2;
 const EMPTY_DELTA: RawJson<'static> = RawJson::exact(b"\"\"");
 
-/// One open chunk stream.
+/// One open chunk stream. Its strings lie back to back in one block of
+/// the normalizer's pool, as JSON (quotes included): the id, then the
+/// owner, name and parent that are present.
 #[derive(Clone, Copy, Debug)]
-struct Lane<const L: usize> {
-    /// The lane's key, and the opener's `subagentRunId`.
-    owner: Option<StoredStr<L>>,
+struct Lane {
     kind: LaneKind,
-    id: StoredStr<L>,
     /// Text: index into `TEXT_ROLES`.
     role: u8,
+    block: Span,
+    /// Length of each string in the block; `None` for an absent one.
+    lens: [Option<u16>; 4],
+}
+
+/// The strings of a [`Lane`], in block order.
+#[derive(Clone, Copy)]
+enum Part {
+    Id,
+    /// The lane's key, and the opener's `subagentRunId`.
+    Owner,
     /// Text: `name`; tool: `toolCallName`.
-    name: Option<StoredStr<L>>,
+    Name,
     /// Tool: `parentMessageId`.
-    parent: Option<StoredStr<L>>,
+    Parent,
 }
 
-/// The strings a chunk error's message names, kept for [`Normalizer::describe`].
-fn detail<const L: usize>(strs: [Option<JsonStr<'_>>; 3]) -> [Option<StoredStr<L>>; 3] {
-    strs.map(|s| s.and_then(|s| StoredStr::new(s).ok()))
+impl Lane {
+    /// String `part` as JSON.
+    fn json<'p, const B: usize>(&self, pool: &'p Pool<B>, part: Part) -> Option<RawJson<'p>> {
+        Some(RawJson::trusted(pool.bytes(self.stored(part)?)))
+    }
+
+    fn text<'p, const B: usize>(&self, pool: &'p Pool<B>, part: Part) -> Option<JsonStr<'p>> {
+        self.json(pool, part).and_then(|j| j.as_str())
+    }
+
+    /// Where string `part` lies in the pool.
+    fn stored(&self, part: Part) -> Option<Span> {
+        let k = part as usize;
+        let len = (*self.lens.get(k)?)?;
+        let start: u16 = self
+            .lens
+            .iter()
+            .take(k)
+            .flatten()
+            .fold(0, |a, &l| a.saturating_add(l));
+        Some(self.block.part(start, len))
+    }
 }
 
-fn stored<const L: usize>(s: Option<JsonStr<'_>>) -> Result<Option<StoredStr<L>>, ChunkError> {
-    s.map(|s| StoredStr::new(s).map_err(|_| ChunkError::Capacity(Capacity::IdLength)))
-        .transpose()
+/// Whose lane a chunk belongs to.
+#[derive(Clone, Copy, Debug)]
+enum LaneOwner {
+    /// The owner the chunk names (its `subagentRunId`, or the parent
+    /// agent without one).
+    Tag,
+    /// The owner of lane `i`.
+    OfLane(usize),
 }
 
-fn text_of<const L: usize>(s: &Option<StoredStr<L>>) -> Option<JsonStr<'_>> {
-    s.as_ref().map(StoredStr::text)
-}
+/// Bytes kept for the strings of the last chunk error's message.
+const DETAIL_BYTES: usize = 192;
 
 /// Either the normalizer's own error or the downstream consumer's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,23 +187,37 @@ pub enum Stop<E> {
     Downstream(E),
 }
 
-/// The chunk normalizer: at most `LANES` lanes, strings of at most `L`
-/// bytes of JSON text.
+/// The chunk normalizer: at most `LANES` lanes, whose ids, owners, names
+/// and parents share `B` bytes.
+///
+/// ```
+/// use agui_stream::{Dialect, EventType, Limits, decode, normalize::Normalizer};
+/// let mut normalizer = Normalizer::<8, 512>::new(Dialect::V1);
+/// let chunk = br#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"m","delta":"hi"}"#;
+/// let event = decode(chunk, Dialect::V1, Limits::new()).unwrap().unwrap();
+/// let mut types = Vec::new();
+/// normalizer
+///     .process(&event, |e| Ok::<(), ()>(types.push(e.event_type())))
+///     .unwrap();
+/// assert_eq!(types, [EventType::TextMessageStart, EventType::TextMessageContent]);
+/// ```
 #[derive(Clone, Debug)]
-pub struct Normalizer<const LANES: usize, const L: usize> {
+pub struct Normalizer<const LANES: usize, const B: usize> {
     dialect: Dialect,
-    lanes: heapless::Vec<Lane<L>, LANES>,
+    pool: Pool<B>,
+    lanes: heapless::Vec<Lane, LANES>,
     /// Strings for the last error's message: id, incoming, established.
-    detail: [Option<StoredStr<L>>; 3],
+    detail: Kept<DETAIL_BYTES, 3>,
 }
 
-impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
+impl<const LANES: usize, const B: usize> Normalizer<LANES, B> {
     /// A normalizer with no open lane.
     pub const fn new(dialect: Dialect) -> Self {
         Normalizer {
             dialect,
+            pool: Pool::new(),
             lanes: heapless::Vec::new(),
-            detail: [None; 3],
+            detail: Kept::new(),
         }
     }
 
@@ -180,12 +227,9 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
     }
 
     fn lane(&self, owner: Option<JsonStr<'_>>) -> Option<usize> {
-        self.lanes.iter().position(|l| text_of(&l.owner) == owner)
-    }
-
-    fn fail(&mut self, e: ChunkError, strs: [Option<JsonStr<'_>>; 3]) -> ChunkError {
-        self.detail = detail(strs);
-        e
+        self.lanes
+            .iter()
+            .position(|l| l.text(&self.pool, Part::Owner) == owner)
     }
 
     /// Emits the END of lane `i` and removes it.
@@ -200,9 +244,19 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
         self.lanes.remove(i);
         let [_, _, ty] = lane.kind.expansion();
         let mut end = Event::empty(ty, self.dialect, None);
-        end.set(lane.kind.id_key(), Some(lane.id.json()));
-        end.set(Key::SubagentRunId, lane.owner.as_ref().map(StoredStr::json));
-        emit(&end).map_err(Stop::Downstream)
+        end.set(lane.kind.id_key(), lane.json(&self.pool, Part::Id));
+        end.set(Key::SubagentRunId, lane.json(&self.pool, Part::Owner));
+        let emitted = emit(&end).map_err(Stop::Downstream);
+        self.release(lane.block);
+        emitted
+    }
+
+    /// Releases a lane's block; the blocks after it move down.
+    fn release(&mut self, block: Span) {
+        self.pool.release(block);
+        for lane in &mut self.lanes {
+            lane.block = lane.block.shifted(block);
+        }
     }
 
     fn close_owner<E>(
@@ -274,53 +328,70 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
         emit(event).map_err(Stop::Downstream)
     }
 
-    /// The lane a chunk belongs to (the reference's `resolveLane`).
+    /// The lane a chunk belongs to (the reference's `resolveLane`), as
+    /// the owner that keys it.
     fn resolve(
         &mut self,
         kind: LaneKind,
         id: Option<JsonStr<'_>>,
         tag: Option<JsonStr<'_>>,
-    ) -> Result<Option<StoredStr<L>>, ChunkError> {
+    ) -> Result<LaneOwner, ChunkError> {
+        let pool = &self.pool;
         if let Some(id) = id {
             let holder = self
                 .lanes
                 .iter()
-                .find(|l| l.kind == kind && l.id.text() == id)
-                .map(|l| l.owner);
+                .position(|l| l.kind == kind && l.text(pool, Part::Id) == Some(id));
             return match holder {
-                Some(owner) => {
+                Some(i) => {
+                    let owner = self.lanes.get(i).and_then(|l| l.text(pool, Part::Owner));
                     if let Some(tag) = tag
-                        && text_of(&owner) != Some(tag)
+                        && owner != Some(tag)
                     {
-                        let err = ChunkError::SubagentMismatch(kind);
-                        return Err(self.fail(err, [Some(id), Some(tag), text_of(&owner)]));
+                        self.detail.keep([Some(id), Some(tag), owner]);
+                        return Err(ChunkError::SubagentMismatch(kind));
                     }
-                    Ok(owner)
+                    Ok(LaneOwner::OfLane(i))
                 }
-                None => stored(tag),
+                None => Ok(LaneOwner::Tag),
             };
         }
         if tag.is_some() {
-            return stored(tag);
+            return Ok(LaneOwner::Tag);
         }
         if self
             .lanes
             .iter()
-            .any(|l| l.owner.is_none() && l.kind == kind)
+            .any(|l| l.lens[Part::Owner as usize].is_none() && l.kind == kind)
         {
-            return Ok(None);
+            return Ok(LaneOwner::Tag);
         }
-        let mut candidates = self.lanes.iter().filter(|l| l.kind == kind);
+        let mut candidates = self
+            .lanes
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.kind == kind);
         match (candidates.next(), candidates.count()) {
-            (Some(only), 0) => Ok(only.owner),
-            (Some(_), more) => Err(self.fail(
-                ChunkError::Ambiguous {
+            (Some((i, _)), 0) => Ok(LaneOwner::OfLane(i)),
+            (Some(_), more) => {
+                self.detail.keep([None; 3]);
+                Err(ChunkError::Ambiguous {
                     kind,
                     lanes: more.saturating_add(1),
-                },
-                [None; 3],
-            )),
-            (None, _) => Ok(None),
+                })
+            }
+            (None, _) => Ok(LaneOwner::Tag),
+        }
+    }
+
+    /// The owner `resolve` found, as text.
+    fn owner_text<'s>(&'s self, owner: LaneOwner, tag: Option<JsonStr<'s>>) -> Option<JsonStr<'s>> {
+        match owner {
+            LaneOwner::Tag => tag,
+            LaneOwner::OfLane(i) => self
+                .lanes
+                .get(i)
+                .and_then(|l| l.text(&self.pool, Part::Owner)),
         }
     }
 
@@ -333,11 +404,11 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
         let v1 = self.dialect == Dialect::V1;
         let id = chunk.str(kind.id_key());
         let tag = chunk.subagent_run_id();
-        let owner = self.resolve(kind, id, tag).map_err(Stop::Chunk)?;
-        let at = self.lane(text_of(&owner));
-        let continues = at
-            .and_then(|i| self.lanes.get(i))
-            .is_some_and(|l| l.kind == kind && id.is_none_or(|id| l.id.text() == id));
+        let resolved = self.resolve(kind, id, tag).map_err(Stop::Chunk)?;
+        let at = self.lane(self.owner_text(resolved, tag));
+        let continues = at.and_then(|i| self.lanes.get(i)).is_some_and(|l| {
+            l.kind == kind && id.is_none_or(|id| l.text(&self.pool, Part::Id) == Some(id))
+        });
         let lane_index = if continues {
             if v1 {
                 self.agree(at, chunk).map_err(Stop::Chunk)?;
@@ -362,21 +433,67 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
                 .and_then(|r| TEXT_ROLES.iter().position(|t| t.as_str() == Some(r)))
                 .and_then(|i| u8::try_from(i).ok())
                 .unwrap_or(ASSISTANT);
-            let lane = Lane {
-                owner,
-                kind,
-                id: StoredStr::new(id)
-                    .map_err(|_| Stop::Chunk(ChunkError::Capacity(Capacity::IdLength)))?,
-                role,
-                name: stored(name).map_err(Stop::Chunk)?,
-                parent: stored(chunk.parent_message_id()).map_err(Stop::Chunk)?,
-            };
             if at.is_none() && self.lanes.is_full() {
                 return Err(Stop::Chunk(ChunkError::Capacity(Capacity::Lanes)));
             }
-            if let Some(i) = at {
-                self.close(i, emit)?;
+            // The new lane's strings, quoted, in block order. A lane keyed
+            // by this owner is closed below, so its owner is copied first.
+            let owner = match resolved {
+                LaneOwner::OfLane(i) => self.lanes.get(i).and_then(|l| l.stored(Part::Owner)),
+                LaneOwner::Tag => None,
+            };
+            let mut pieces = heapless::Vec::<Piece<'_>, 10>::new();
+            let mut lens = [None; 4];
+            let strs = [
+                Some(id.raw()),
+                None,
+                name.map(|s| s.raw()),
+                chunk.parent_message_id().map(|s| s.raw()),
+            ];
+            for (k, (len, s)) in lens.iter_mut().zip(strs).enumerate() {
+                let piece_len = match (k, s) {
+                    (1, _) => match (owner, resolved) {
+                        (Some(span), _) => {
+                            let _ = pieces.push(Piece::Stored(span));
+                            span.len()
+                        }
+                        (None, LaneOwner::Tag) => match tag {
+                            Some(t) => {
+                                for p in [b"\"".as_slice(), t.raw(), b"\""] {
+                                    let _ = pieces.push(Piece::Bytes(p));
+                                }
+                                t.raw().len().saturating_add(2)
+                            }
+                            None => continue,
+                        },
+                        (None, LaneOwner::OfLane(_)) => continue,
+                    },
+                    (_, Some(raw)) => {
+                        for p in [b"\"".as_slice(), raw, b"\""] {
+                            let _ = pieces.push(Piece::Bytes(p));
+                        }
+                        raw.len().saturating_add(2)
+                    }
+                    (_, None) => continue,
+                };
+                *len = u16::try_from(piece_len).ok();
             }
+            let full = Stop::Chunk(ChunkError::Capacity(Capacity::IdBytes { capacity: B }));
+            let mut block = self.pool.alloc_pieces(&pieces).map_err(|_| full)?;
+            if let Some(old) = at.and_then(|i| self.lanes.get(i)).map(|l| l.block) {
+                let closed = at.map_or(Ok(()), |i| self.close(i, emit));
+                block = block.shifted(old);
+                if let Err(e) = closed {
+                    self.pool.release(block);
+                    return Err(e);
+                }
+            }
+            let lane = Lane {
+                kind,
+                role,
+                block,
+                lens,
+            };
             self.lanes
                 .push(lane)
                 .map_err(|_| Stop::Chunk(ChunkError::Capacity(Capacity::Lanes)))?;
@@ -389,7 +506,7 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
         let [_, content_type, _] = kind.expansion();
         let content_owner = chunk
             .get(Key::SubagentRunId)
-            .or_else(|| lane.owner.as_ref().map(StoredStr::json));
+            .or_else(|| lane.json(&self.pool, Part::Owner));
         let delta = chunk.get(Key::Delta);
         let raw_event = if v1 { chunk.raw_event() } else { None };
         // A continuation carrying only metadata still yields an (empty)
@@ -398,7 +515,7 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
             return Ok(());
         }
         let mut content = Event::empty(content_type, self.dialect, None);
-        content.set(kind.id_key(), Some(lane.id.json()));
+        content.set(kind.id_key(), lane.json(&self.pool, Part::Id));
         content.set(Key::SubagentRunId, content_owner);
         content.set(Key::Metadata, chunk.metadata());
         content.set(Key::Delta, Some(delta.unwrap_or(EMPTY_DELTA)));
@@ -412,6 +529,7 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
         let Some(lane) = at.and_then(|i| self.lanes.get(i)) else {
             return Ok(());
         };
+        let pool = &self.pool;
         let checks: [(&'static str, Option<JsonStr<'_>>, Option<JsonStr<'_>>); 2] = match lane.kind
         {
             LaneKind::Text => {
@@ -420,15 +538,19 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
                     .and_then(RawJson::as_str);
                 [
                     ("role", chunk.role(), role),
-                    ("name", chunk.name(), text_of(&lane.name)),
+                    ("name", chunk.name(), lane.text(pool, Part::Name)),
                 ]
             }
             LaneKind::Tool => [
-                ("toolCallName", chunk.tool_call_name(), text_of(&lane.name)),
+                (
+                    "toolCallName",
+                    chunk.tool_call_name(),
+                    lane.text(pool, Part::Name),
+                ),
                 (
                     "parentMessageId",
                     chunk.parent_message_id(),
-                    text_of(&lane.parent),
+                    lane.text(pool, Part::Parent),
                 ),
             ],
             LaneKind::Reasoning => return Ok(()),
@@ -437,13 +559,12 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
             if let Some(incoming) = incoming
                 && Some(incoming) != established
             {
-                let err = ChunkError::Mismatch {
+                let id = lane.text(pool, Part::Id);
+                self.detail.keep([id, Some(incoming), established]);
+                return Err(ChunkError::Mismatch {
                     kind: lane.kind,
                     field,
-                };
-                // (`fail` would borrow `self` while `lane` does.)
-                self.detail = detail([Some(lane.id.text()), Some(incoming), established]);
-                return Err(err);
+                });
             }
         }
         Ok(())
@@ -472,7 +593,7 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
     }
 
     /// The reference's message for `error` (valid until the next event).
-    pub fn describe(&self, error: ChunkError) -> DescribeChunk<'_, LANES, L> {
+    pub fn describe(&self, error: ChunkError) -> DescribeChunk<'_, LANES, B> {
         DescribeChunk {
             normalizer: self,
             error,
@@ -481,20 +602,14 @@ impl<const LANES: usize, const L: usize> Normalizer<LANES, L> {
 }
 
 /// Renders a [`ChunkError`] in the reference's words.
-pub struct DescribeChunk<'n, const LANES: usize, const L: usize> {
-    normalizer: &'n Normalizer<LANES, L>,
+pub struct DescribeChunk<'n, const LANES: usize, const B: usize> {
+    normalizer: &'n Normalizer<LANES, B>,
     error: ChunkError,
 }
 
-impl<const LANES: usize, const L: usize> fmt::Display for DescribeChunk<'_, LANES, L> {
+impl<const LANES: usize, const B: usize> fmt::Display for DescribeChunk<'_, LANES, B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let d = |i: usize| {
-            self.normalizer
-                .detail
-                .get(i)
-                .and_then(Option::as_ref)
-                .map(StoredStr::text)
-        };
+        let d = |i: usize| self.normalizer.detail.get(i);
         let empty = JsonStr::from_escaped(b"");
         match self.error {
             ChunkError::MissingId(kind) => {
@@ -647,7 +762,7 @@ mod tests {
         let long = r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"0123456789abcdef"}"#;
         assert_eq!(
             expand(Dialect::V1, &[long]),
-            Err(ChunkError::Capacity(Capacity::IdLength))
+            Err(ChunkError::Capacity(Capacity::IdBytes { capacity: 16 }))
         );
         // Two lanes fit (parent and one subagent); a third does not.
         let lanes = [

@@ -3,8 +3,8 @@
 
 use core::fmt;
 
-use crate::decode::decode;
 use crate::capacity::Capacity;
+use crate::decode::decode;
 use crate::error::{Error, ErrorKind, Stage};
 use crate::event::Event;
 use crate::json::Limits;
@@ -18,13 +18,18 @@ use crate::verify::{Entity, RunPhase, Verifier, VerifyError};
 /// tool calls, reasoning spans and messages, steps, and the run's
 /// subagents).
 pub const DEFAULT_OPEN_IDS: usize = 32;
-/// Default capacity of the verifier's owner table (every message, tool
-/// call, activity and reasoning message seen in one run).
-pub const DEFAULT_OWNERS: usize = 128;
-/// Default id storage: the longest id, as JSON text with quotes, in bytes.
-pub const DEFAULT_ID_LEN: usize = 64;
+/// Default number of owner records the verifier keeps exactly (who owns
+/// each message, tool call, activity and reasoning message); older ones
+/// are forgotten, so a run may have any number.
+pub const DEFAULT_OWNERS: usize = 32;
+/// Default bytes of the verifier's id storage, shared by the open ids, the
+/// run's subagent ids and the owner records (which take what is left).
+pub const DEFAULT_ID_BYTES: usize = 2048;
 /// Chunk lanes (the parent agent and subagents with a chunk stream open).
 pub const LANES: usize = 8;
+/// Bytes of the chunk lanes' storage (each open lane's id, owner, name and
+/// parent, as JSON).
+pub const LANE_BYTES: usize = 384;
 
 /// What a pipeline does when the input breaks a rule.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -204,7 +209,7 @@ impl Summary {
 /// The caller owns the frame buffer: it only holds a frame that spans two
 /// pushes, so its size is the largest such frame. Frames inside one push are
 /// never copied. The const parameters size the verifier (see
-/// [`DEFAULT_OPEN_IDS`], [`DEFAULT_OWNERS`], [`DEFAULT_ID_LEN`]).
+/// [`DEFAULT_OPEN_IDS`], [`DEFAULT_OWNERS`], [`DEFAULT_ID_BYTES`]).
 ///
 /// ```
 /// use agui_stream::{Config, Pipeline};
@@ -224,10 +229,10 @@ pub struct Pipeline<
     'b,
     const OPEN: usize = DEFAULT_OPEN_IDS,
     const OWNERS: usize = DEFAULT_OWNERS,
-    const ID_LEN: usize = DEFAULT_ID_LEN,
+    const ID_BYTES: usize = DEFAULT_ID_BYTES,
 > {
     framer: SseFramer<'b>,
-    stages: Stages<OPEN, OWNERS, ID_LEN>,
+    stages: Stages<OPEN, OWNERS, ID_BYTES>,
     failed: Option<Error>,
 }
 
@@ -239,11 +244,11 @@ impl<'b> Pipeline<'b> {
     }
 }
 
-impl<'b, const OPEN: usize, const OWNERS: usize, const ID_LEN: usize>
-    Pipeline<'b, OPEN, OWNERS, ID_LEN>
+impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
+    Pipeline<'b, OPEN, OWNERS, ID_BYTES>
 {
     /// A pipeline with the capacities of its type parameters:
-    /// `Pipeline::<'_, 8, 32, 48>::with_capacity(buf, config)`.
+    /// `Pipeline::<'_, 8, 16, 512>::with_capacity(buf, config)`.
     pub fn with_capacity(frame_buffer: &'b mut [u8], config: Config) -> Self {
         Pipeline {
             framer: SseFramer::new(frame_buffer),
@@ -265,7 +270,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_LEN: usize>
     }
 
     /// The verifier's state (what is open, where the run stands).
-    pub fn verifier(&self) -> &Verifier<OPEN, OWNERS, ID_LEN> {
+    pub fn verifier(&self) -> &Verifier<OPEN, OWNERS, ID_BYTES> {
         &self.stages.verifier
     }
 
@@ -358,14 +363,14 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_LEN: usize>
 }
 
 /// Renders an error with the stages' stored details.
-struct Message<'s, const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> {
+struct Message<'s, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> {
     error: &'s Error,
-    normalizer: &'s Normalizer<LANES, ID_LEN>,
-    verifier: &'s Verifier<OPEN, OWNERS, ID_LEN>,
+    normalizer: &'s Normalizer<LANES, LANE_BYTES>,
+    verifier: &'s Verifier<OPEN, OWNERS, ID_BYTES>,
 }
 
-impl<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> fmt::Display
-    for Message<'_, OPEN, OWNERS, ID_LEN>
+impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> fmt::Display
+    for Message<'_, OPEN, OWNERS, ID_BYTES>
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.error.kind {
@@ -380,16 +385,16 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> fmt::Display
 }
 
 /// The stages after framing, with their counters.
-struct Stages<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> {
+struct Stages<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> {
     config: Config,
     translator: Translator,
-    normalizer: Normalizer<LANES, ID_LEN>,
-    verifier: Verifier<OPEN, OWNERS, ID_LEN>,
+    normalizer: Normalizer<LANES, LANE_BYTES>,
+    verifier: Verifier<OPEN, OWNERS, ID_BYTES>,
     events: u64,
     violations: u64,
 }
 
-impl<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize> Stages<OPEN, OWNERS, ID_LEN> {
+impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN, OWNERS, ID_BYTES> {
     /// Decodes, translates, normalizes and verifies one frame. `Err` only
     /// when the pipeline must stop.
     fn frame<S: Sink + ?Sized>(&mut self, frame: &Frame<'_>, sink: &mut S) -> Result<(), Error> {
@@ -496,9 +501,9 @@ mod tests {
     fn state_is_fixed_and_sized_by_the_capacities() {
         // Everything lives inline; the frame buffer is the caller's.
         let default = core::mem::size_of::<Pipeline<'static>>();
-        let small = core::mem::size_of::<Pipeline<'static, 4, 8, 16>>();
+        let small = core::mem::size_of::<Pipeline<'static, 4, 8, 256>>();
         std::println!(
-            "size_of Pipeline: default {default}, <4, 8, 16> {small}; Event {}",
+            "size_of Pipeline: default {default}, <4, 8, 256> {small}; Event {}",
             core::mem::size_of::<Event<'static>>()
         );
         assert!(default <= 24 * 1024, "{default}");
@@ -590,7 +595,7 @@ mod tests {
             }
         }
         let start = "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n";
-        let long = "x".repeat(80);
+        let long = "x".repeat(3000);
         let cases = [
             String::from("data: {\"type\":1}\n\n"),
             String::from("data: {\"type\":\n\n"),

@@ -80,14 +80,14 @@ impl Outcome {
 /// Runs `stream`, pushed in `chunk`-byte pieces (the whole stream if
 /// `chunk == 0`), through a pipeline of the given capacities with a
 /// `buffer`-byte frame buffer; stops at the first error.
-fn run_with<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize>(
+fn run_with<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>(
     stream: &[u8],
     config: Config,
     buffer: usize,
     chunk: usize,
 ) -> Outcome {
     let mut buf = vec![0u8; buffer];
-    let mut pipeline = Pipeline::<'_, OPEN, OWNERS, ID_LEN>::with_capacity(&mut buf, config);
+    let mut pipeline = Pipeline::<'_, OPEN, OWNERS, ID_BYTES>::with_capacity(&mut buf, config);
     let mut events = Vec::new();
     let mut sink = |ev: &Event<'_>, f: &FrameInfo| {
         events.push((ev.event_type(), encoded(ev), *f));
@@ -114,12 +114,12 @@ fn run_with<const OPEN: usize, const OWNERS: usize, const ID_LEN: usize>(
 
 /// Default capacities, a 64 KiB buffer, the stream in one push.
 fn run(stream: &[u8], config: Config) -> Outcome {
-    run_with::<32, 128, 64>(stream, config, 1 << 16, 0)
+    run_with::<32, 32, 2048>(stream, config, 1 << 16, 0)
 }
 
 /// The same, with pushes of `chunk` bytes.
 fn run_chunked(stream: &[u8], config: Config, chunk: usize) -> Outcome {
-    run_with::<32, 128, 64>(stream, config, 1 << 16, chunk)
+    run_with::<32, 32, 2048>(stream, config, 1 << 16, chunk)
 }
 
 fn v0() -> Config {
@@ -229,7 +229,7 @@ fn million_deep_snapshot_and_raw_event_are_depth_capacity_errors() {
         let (stream, payload_at) = in_run(&payload);
         for dialect in [Dialect::V1, Dialect::V0] {
             for chunk in [0, 1 << 16] {
-                let out = run_with::<32, 128, 64>(
+                let out = run_with::<32, 32, 2048>(
                     &stream,
                     Config::new().dialect(dialect),
                     payload.len() + 16,
@@ -1091,10 +1091,10 @@ fn hundred_thousand_duplicate_keys_last_wins() {
 
 // ------------------------------------------------ 9. every capacity
 
-type Small<'b> = Pipeline<'b, 4, 6, 16>;
+type Small<'b> = Pipeline<'b, 4, 6, 128>;
 
 fn run_small(stream: &[u8]) -> Outcome {
-    run_with::<4, 6, 16>(stream, Config::new(), 1 << 16, 0)
+    run_with::<4, 6, 128>(stream, Config::new(), 1 << 16, 0)
 }
 
 fn with_run(middle: Vec<String>) -> Vec<u8> {
@@ -1102,6 +1102,23 @@ fn with_run(middle: Vec<String>) -> Vec<u8> {
     evs.extend(middle);
     evs.push(RUN_FINISHED.to_owned());
     sse(&evs)
+}
+
+/// `event` attributed to subagent `tag`.
+fn tagged(event: &str, tag: &str) -> String {
+    let body = event.strip_suffix('}').expect("an object");
+    format!(r#"{body},"subagentRunId":"{tag}"}}"#)
+}
+
+fn content(id: &str) -> String {
+    format!(r#"{{"type":"TEXT_MESSAGE_CONTENT","messageId":"{id}","delta":"x"}}"#)
+}
+
+fn subagent(kind: &str, tag: &str) -> String {
+    match kind {
+        "start" => format!(r#"{{"type":"SUBAGENT_STARTED","subagentRunId":"{tag}","name":"n"}}"#),
+        _ => format!(r#"{{"type":"SUBAGENT_FINISHED","subagentRunId":"{tag}"}}"#),
+    }
 }
 
 #[test]
@@ -1123,104 +1140,163 @@ fn open_ids_at_and_over_capacity() {
     assert_eq!((e.stage, e.frame), (Stage::Verify, 5));
 }
 
+/// Owner records are forgotten, never refused: a run the parent agent
+/// sends alone never needs an old one, however long it is.
 #[test]
-fn owners_at_and_over_capacity() {
-    let owners = |n: usize| {
-        with_run(
-            (0..n)
-                .flat_map(|i| [start(&format!("m{i}")), end(&format!("m{i}"))])
-                .collect(),
-        )
-    };
-    assert_eq!(run_small(&owners(6)).ok().events, 14);
-    let e = run_small(&owners(7)).err();
-    assert_eq!(e.kind, ErrorKind::Capacity(Capacity::Owners));
-    assert_eq!((e.stage, e.frame), (Stage::Verify, 13));
-    // A new run forgets the owners of the last one.
-    let mut two_runs = owners(6);
-    two_runs.extend(owners(6));
-    assert_eq!(run_small(&two_runs).ok().events, 28);
-}
-
-/// A snapshot that overflows the owner table records none of its messages:
-/// the table is as it was, and what fitted before still fits after.
-#[test]
-fn an_overflowing_snapshot_changes_no_owners() {
-    let owned = |i: usize| [start(&format!("m{i}")), end(&format!("m{i}"))];
-    let snapshot = r#"{"type":"MESSAGES_SNAPSHOT","messages":[
-        {"id":"n0","role":"assistant","content":"x"},
-        {"id":"n1","role":"assistant","content":"x"},
-        {"id":"n2","role":"assistant","content":"x"}]}"#
-        .replace('\n', "");
-    let mut evs: Vec<String> = (0..4).flat_map(owned).collect();
-    evs.push(snapshot);
-    evs.extend((4..6).flat_map(owned));
-    let monitor = Config::new().policy(Policy::Monitor);
-    let out = run_with::<4, 6, 16>(&with_run(evs), monitor, 1 << 16, 0);
-    let summary = out.ok();
-    // Only the snapshot is refused; m4 and m5 take the last two owner slots.
-    assert_eq!((summary.violations, summary.events), (1, 14));
-    assert!(
-        !out.events
-            .iter()
-            .any(|e| e.0 == EventType::MessagesSnapshot)
-    );
-}
-
-#[test]
-fn id_length_at_and_over_capacity() {
-    // 16 bytes of JSON text hold a 14-character id and its quotes.
-    let id14 = "abcdefghijklmn";
-    let id15 = "abcdefghijklmno";
-    assert_eq!(id14.len(), 14);
-    for (id, fits) in [(id14, true), (id15, false)] {
-        let cases: Vec<(Vec<u8>, Stage)> = vec![
-            (with_run(vec![start(id), end(id)]), Stage::Verify),
-            (
-                with_run(vec![format!(
-                    r#"{{"type":"TEXT_MESSAGE_CHUNK","messageId":"{id}","delta":"x"}}"#
-                )]),
-                Stage::Chunks,
-            ),
-            (
-                with_run(vec![
-                    format!(r#"{{"type":"STEP_STARTED","stepName":"{id}"}}"#),
-                    format!(r#"{{"type":"STEP_FINISHED","stepName":"{id}"}}"#),
-                ]),
-                Stage::Verify,
-            ),
-            (
-                with_run(vec![
-                    format!(
-                        r#"{{"type":"TOOL_CALL_START","toolCallId":"{id}","toolCallName":"f"}}"#
-                    ),
-                    format!(r#"{{"type":"TOOL_CALL_END","toolCallId":"{id}"}}"#),
-                ]),
-                Stage::Verify,
-            ),
-        ];
-        for (stream, stage) in cases {
-            let out = run_small(&stream);
-            if fits {
-                out.ok();
-            } else {
-                let e = out.err();
-                assert_eq!(e.kind, ErrorKind::Capacity(Capacity::IdLength), "{stage:?}");
-                assert_eq!((e.stage, e.frame), (stage, 1));
-            }
+fn owner_records_are_forgotten_not_refused() {
+    let calls = |n: usize| {
+        let mut evs = Vec::new();
+        for i in 0..n {
+            evs.push(start(&format!("m{i}")));
+            evs.push(end(&format!("m{i}")));
+            evs.push(format!(
+                r#"{{"type":"TOOL_CALL_START","toolCallId":"c{i}","toolCallName":"f","parentMessageId":"m{i}"}}"#
+            ));
+            evs.push(format!(r#"{{"type":"TOOL_CALL_END","toolCallId":"c{i}"}}"#));
+            evs.push(format!(
+                r#"{{"type":"TOOL_CALL_RESULT","messageId":"r{i}","toolCallId":"c{i}","content":"ok"}}"#
+            ));
         }
-    }
-    // The limit is on the id as written: 14 bytes of escapes fit, 15 do not.
-    let escaped14 = r"\u0041\u0042ab"; // "ABab"
-    let escaped15 = r"\u0041\u0042abc";
-    assert_eq!(escaped14.len(), 14);
-    assert!(
-        run_small(&with_run(vec![start(escaped14), end("ABab")]))
-            .result
-            .is_ok()
+        with_run(evs)
+    };
+    let s = run_small(&calls(2000)).ok();
+    assert!(s.is_complete());
+    assert_eq!(s.events, 2 + 5 * 2000);
+    // Ten thousand messages in one snapshot, several times over.
+    let messages: Vec<String> = (0..10_000)
+        .map(|i| format!(r#"{{"id":"s{i}","role":"assistant","content":"x"}}"#))
+        .collect();
+    let snapshot = format!(
+        r#"{{"type":"MESSAGES_SNAPSHOT","messages":[{}]}}"#,
+        messages.join(",")
     );
-    let e = run_small(&with_run(vec![start(escaped15), end("ABabc")])).err();
-    assert_eq!(e.kind, ErrorKind::Capacity(Capacity::IdLength));
+    let s = run_small(&with_run(vec![
+        snapshot.clone(),
+        snapshot.clone(),
+        snapshot,
+    ]))
+    .ok();
+    assert_eq!(s.events, 5);
+    // A new run forgets what the last one forgot.
+    let mut two_runs = calls(100);
+    two_runs.extend(with_run(vec![
+        subagent("start", "s"),
+        tagged(&start("m0"), "s"),
+        tagged(&end("m0"), "s"),
+        subagent("finish", "s"),
+    ]));
+    assert!(run_small(&two_runs).ok().is_complete());
+}
+
+/// A forgotten record matters only to a check that could come out
+/// differently with it: then the error names the capacity.
+#[test]
+fn a_forgotten_owner_is_a_capacity_error_only_where_a_rule_needs_it() {
+    let messages = |tag: Option<&str>, from: usize, n: usize| -> Vec<String> {
+        (from..from + n)
+            .flat_map(|i| {
+                let id = format!("m{i}");
+                let evs = [start(&id), content(&id), end(&id)];
+                evs.map(|e| match tag {
+                    Some(t) => tagged(&e, t),
+                    None => e,
+                })
+            })
+            .collect()
+    };
+    // A subagent's own forgotten records: its checks pass whatever they
+    // were, as the reference's do (m0 reopened by s, s's own message).
+    let mut evs = vec![subagent("start", "s")];
+    evs.extend(messages(Some("s"), 0, 20));
+    evs.extend(messages(Some("s"), 0, 1));
+    evs.push(subagent("finish", "s"));
+    assert!(run_small(&with_run(evs)).ok().is_complete());
+    // The parent's forgotten records: a fresh id attributed to s is known
+    // to be fresh (the filter of forgotten ids says so) ...
+    let mut evs = messages(None, 0, 20);
+    evs.push(subagent("start", "s"));
+    evs.extend(messages(Some("s"), 100, 1));
+    evs.push(subagent("finish", "s"));
+    assert!(run_small(&with_run(evs)).ok().is_complete());
+    // ... but m0 attributed to s may be the parent's (a violation in the
+    // reference): the verdict needs the forgotten record.
+    let mut evs = messages(None, 0, 20);
+    evs.push(subagent("start", "s"));
+    evs.extend(messages(Some("s"), 0, 1));
+    let e = run_small(&with_run(evs)).err();
+    assert_eq!(e.kind, ErrorKind::Capacity(Capacity::Owners));
+    assert_eq!((e.stage, e.frame), (Stage::Verify, 1 + 60 + 1));
+    // A record still kept gives the reference's verdict.
+    let evs = vec![
+        subagent("start", "s"),
+        start("m"),
+        tagged(&content("m"), "s"),
+    ];
+    let e = run_small(&with_run(evs)).err();
+    assert_eq!(
+        e.kind,
+        ErrorKind::Verify {
+            event: EventType::TextMessageContent,
+            rule: Rule::OwnerMismatch
+        }
+    );
+}
+
+#[test]
+fn id_bytes_at_and_over_capacity() {
+    // The verifier's 128 bytes hold one 128-byte open id, or two of 64.
+    let id = |n: usize| "x".repeat(n);
+    let open = |ids: &[String]| {
+        let mut evs: Vec<String> = ids.iter().map(|i| start(i)).collect();
+        evs.extend(ids.iter().map(|i| end(i)));
+        with_run(evs)
+    };
+    assert!(run_small(&open(&[id(128)])).ok().is_complete());
+    assert!(
+        run_small(&open(&[id(64), "y".repeat(64)]))
+            .ok()
+            .is_complete()
+    );
+    for ids in [vec![id(129)], vec![id(64), "y".repeat(64), "z".into()]] {
+        let e = run_small(&open(&ids)).err();
+        assert_eq!(
+            e.kind,
+            ErrorKind::Capacity(Capacity::IdBytes { capacity: 128 })
+        );
+        assert_eq!((e.stage, e.frame), (Stage::Verify, ids.len() as u64));
+    }
+    // The bytes are the id as written: 128 bytes of escapes fit.
+    let escaped = r"\u0041".repeat(128 / 6) + "ab";
+    assert_eq!(escaped.len(), 128);
+    assert!(run_small(&open(&[escaped])).ok().is_complete());
+    // Steps and tool calls hold their ids the same way.
+    let step = |n: &str| {
+        with_run(vec![
+            format!(r#"{{"type":"STEP_STARTED","stepName":"{n}"}}"#),
+            format!(r#"{{"type":"STEP_FINISHED","stepName":"{n}"}}"#),
+        ])
+    };
+    assert!(run_small(&step(&id(128))).ok().is_complete());
+    assert_eq!(
+        run_small(&step(&id(129))).err().kind,
+        ErrorKind::Capacity(Capacity::IdBytes { capacity: 128 })
+    );
+    // A chunk lane holds its id as JSON, quotes included, in LANE_BYTES.
+    let chunk = |n: usize| {
+        with_run(vec![format!(
+            r#"{{"type":"TEXT_MESSAGE_CHUNK","messageId":"{}","delta":"x"}}"#,
+            id(n)
+        )])
+    };
+    let lane = agui_stream::LANE_BYTES;
+    let out = run_with::<4, 6, 1024>(&chunk(lane - 2), Config::new(), 1 << 16, 0);
+    assert_eq!(out.ok().events, 5);
+    let e = run_with::<4, 6, 1024>(&chunk(lane - 1), Config::new(), 1 << 16, 0).err();
+    assert_eq!(
+        e.kind,
+        ErrorKind::Capacity(Capacity::IdBytes { capacity: lane })
+    );
+    assert_eq!((e.stage, e.frame), (Stage::Chunks, 1));
 }
 
 #[test]
@@ -1231,9 +1307,7 @@ fn chunk_lanes_at_and_over_capacity() {
     let lanes = |subagents: usize| {
         let mut evs = Vec::new();
         for s in 1..=subagents {
-            evs.push(format!(
-                r#"{{"type":"SUBAGENT_STARTED","subagentRunId":"s{s}","name":"n"}}"#
-            ));
+            evs.push(subagent("start", &format!("s{s}")));
         }
         evs.push(r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"p","delta":"x"}"#.to_owned());
         for s in 1..=subagents {
@@ -1242,18 +1316,16 @@ fn chunk_lanes_at_and_over_capacity() {
             ));
         }
         for s in 1..=subagents {
-            evs.push(format!(
-                r#"{{"type":"SUBAGENT_FINISHED","subagentRunId":"s{s}"}}"#
-            ));
+            evs.push(subagent("finish", &format!("s{s}")));
         }
         with_run(evs)
     };
-    let out = run_with::<32, 64, 16>(&lanes(7), Config::new(), 1 << 16, 0);
+    let out = run_with::<32, 32, 2048>(&lanes(7), Config::new(), 1 << 16, 0);
     let s = out.ok();
     assert!(s.is_complete());
     // 1 + 7 starts + 8 × (START + CONTENT) + 7 × (END + FINISHED) + END + 1.
     assert_eq!(s.events, 1 + 7 + 16 + 14 + 1 + 1);
-    let out = run_with::<32, 64, 16>(&lanes(8), Config::new(), 1 << 16, 0);
+    let out = run_with::<32, 32, 2048>(&lanes(8), Config::new(), 1 << 16, 0);
     let e = out.err();
     assert_eq!(e.kind, ErrorKind::Capacity(Capacity::Lanes));
     assert_eq!(e.stage, Stage::Chunks);
@@ -1265,11 +1337,9 @@ fn subagents_at_and_over_capacity() {
     // Active subagents share the open-id table (four slots).
     let active = |n: usize| {
         let mut evs: Vec<String> = (0..n)
-            .map(|s| format!(r#"{{"type":"SUBAGENT_STARTED","subagentRunId":"s{s}","name":"n"}}"#))
+            .map(|s| subagent("start", &format!("s{s}")))
             .collect();
-        evs.extend(
-            (0..n).map(|s| format!(r#"{{"type":"SUBAGENT_FINISHED","subagentRunId":"s{s}"}}"#)),
-        );
+        evs.extend((0..n).map(|s| subagent("finish", &format!("s{s}"))));
         with_run(evs)
     };
     assert_eq!(run_small(&active(4)).ok().events, 10);
@@ -1359,8 +1429,8 @@ fn legacy_binary_parts_at_and_over_the_budget() {
     );
 }
 
-/// Monitoring after a capacity error: the rejected event must leave the
-/// verifier as it stood ("On error the state is unchanged").
+/// Monitoring after a capacity error: the skipped event leaves the
+/// verifier as it stood, and later events are checked as before.
 #[test]
 fn monitor_after_owner_capacity_error_leaves_state_unchanged() {
     #[derive(Default)]
@@ -1376,32 +1446,40 @@ fn monitor_after_owner_capacity_error_leaves_state_unchanged() {
             self.violations.push((error.kind, error.frame));
         }
     }
+    // One owner record: m1's pushes out m0's (owned by s), and m0 reopened
+    // by the parent keeps its forgotten owner, s or the parent.
     let stream = with_run(vec![
+        subagent("start", "s"),
+        tagged(&start("m0"), "s"),
+        tagged(&end("m0"), "s"),
+        start("m1"),
+        end("m1"),
         start("m0"),
+        tagged(&content("m0"), "s"), // frame 7: needs m0's owner
         end("m0"),
-        start("m1"), // the third owner: over capacity, skipped
-        r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"x"}"#.to_owned(),
+        tagged(&content("m0"), "s"), // m0 is closed: a violation as ever
+        subagent("finish", "s"),
     ]);
     let mut buf = vec![0u8; 4096];
     let mut p =
-        Pipeline::<'_, 4, 1, 16>::with_capacity(&mut buf, Config::new().policy(Policy::Monitor));
+        Pipeline::<'_, 4, 1, 256>::with_capacity(&mut buf, Config::new().policy(Policy::Monitor));
     let mut log = Log::default();
     p.push(&stream, &mut log).unwrap();
     let s = p.finish(&mut log).unwrap();
-    // m1 never opened: its CONTENT is a violation and RUN_FINISHED is fine.
     assert_eq!(
         log.violations,
         [
-            (ErrorKind::Capacity(Capacity::Owners), 3),
+            (ErrorKind::Capacity(Capacity::Owners), 7),
             (
                 ErrorKind::Verify {
                     event: EventType::TextMessageContent,
                     rule: Rule::NotOpen(Entity::TextMessage),
                 },
-                4
+                9
             ),
         ]
     );
+    assert_eq!(log.events.len(), 10);
     assert_eq!(log.events.last().map(String::as_str), Some("RUN_FINISHED"));
     assert_eq!(s.run, RunPhase::Finished);
 }
@@ -1470,7 +1548,7 @@ fn assert_silent(stream: &[u8], what: &str) {
     // No frame is ever dispatched, so the dialect does not matter.
     for chunk in [0, 1, 4096] {
         // A tiny buffer: nothing here may need one.
-        let out = run_with::<4, 4, 16>(stream, Config::new(), 8, chunk);
+        let out = run_with::<4, 4, 128>(stream, Config::new(), 8, chunk);
         let s = out.ok();
         assert!(out.events.is_empty(), "{what}");
         assert_eq!((s.frames, s.events), (0, 0), "{what} (pushes of {chunk})");
@@ -1506,7 +1584,7 @@ fn streams_of_only_framing_noise_are_empty() {
     };
     for head in [&b":"[..], b"event: ", b"id: ", b"unknown: ", b"dat"] {
         let stream = huge(head);
-        let out = run_with::<4, 4, 16>(&stream, Config::new(), 8, 64 * 1024);
+        let out = run_with::<4, 4, 128>(&stream, Config::new(), 8, 64 * 1024);
         let s = out.ok();
         assert_eq!(
             (s.frames, s.events),

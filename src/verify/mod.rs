@@ -1,21 +1,28 @@
 //! Lifecycle verification: the order rules of the reference's
 //! `verifyEvents`, with fixed capacity.
 //!
-//! The state is what the reference keeps, held in fixed tables: the ids of
-//! open text messages, tool calls, reasoning spans and reasoning messages,
-//! the open steps (per owner), the active and finished subagents, and who
-//! owns each message, tool call, activity and reasoning message seen in the
-//! run. Exceeding a table is [`VerifyError::Capacity`], never a wrong verdict.
+//! The state is what the reference keeps, held in fixed tables that share
+//! one pool of id bytes: the ids of open text messages, tool calls,
+//! reasoning spans and reasoning messages, the open steps (per owner), the
+//! active and finished subagents, and who owns each message, tool call,
+//! activity and reasoning message seen in the run — the newest of those,
+//! with the rest forgotten (see `owners`). What must be held and does not
+//! fit, or a rule that needs a forgotten owner, is
+//! [`VerifyError::Capacity`], never a wrong verdict.
 
 use core::fmt;
 
 use crate::capacity::Capacity;
 use crate::event::Event;
 use crate::event_type::EventType;
-use crate::ids::{Entry, Full, IdTable, StoredStr};
+use crate::ids::{Entry, Full, IdTable, Kept, Pool, Span};
 use crate::json::{JsonKind, RawJson};
 use crate::schema::Dialect;
 use crate::string::JsonStr;
+
+mod owners;
+
+use owners::{Lost, Owned, OwnerOf, Owners};
 
 /// Something that can be open at a time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,27 +52,6 @@ impl Entity {
             Entity::ReasoningMessage => "reasoning messages",
             Entity::Step => "steps",
             Entity::Subagent => "subagents",
-        }
-    }
-}
-
-/// Which kind of entity an owner record is about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Owned {
-    Message,
-    ToolCall,
-    Activity,
-    Reasoning,
-}
-
-impl Owned {
-    /// How the reference's ownership messages name it.
-    const fn label(self) -> &'static str {
-        match self {
-            Owned::Message => "message",
-            Owned::ToolCall => "tool call",
-            Owned::Activity => "activity",
-            Owned::Reasoning => "reasoning message",
         }
     }
 }
@@ -136,7 +122,8 @@ pub enum VerifyError {
         /// The rule.
         rule: Rule,
     },
-    /// A fixed table is full or an id is longer than the id storage.
+    /// A fixed table is full, the id storage cannot hold the open ids, or
+    /// a rule needs an owner record that was forgotten.
     Capacity(Capacity),
 }
 
@@ -156,23 +143,69 @@ pub enum RunPhase {
 
 const PARENT: &str = "(the parent agent)";
 
+/// Bytes kept for the strings of the last violation's message.
+const DETAIL_BYTES: usize = 256;
+
 /// The strings an error message needs, copied while the event exists.
-#[derive(Clone, Copy, Debug)]
-struct Detail<const L: usize> {
+#[derive(Clone, Debug)]
+struct Detail {
     label: &'static str,
-    strs: [Option<StoredStr<L>>; 4],
+    strs: Kept<DETAIL_BYTES, 4>,
 }
 
-/// The lifecycle verifier: `N` open ids (and subagents), `O` owner
-/// records per run, ids of at most `L` bytes of JSON text.
+impl Detail {
+    /// Keeps `strs` for the message of `rule` and returns the violation.
+    fn reject(
+        &mut self,
+        event: &Event<'_>,
+        rule: Rule,
+        label: &'static str,
+        strs: [Option<JsonStr<'_>>; 4],
+    ) -> VResult {
+        self.label = label;
+        self.strs.keep(strs);
+        Err(VerifyError::Violation {
+            event: event.event_type(),
+            rule,
+        })
+    }
+
+    fn text(&self, i: usize) -> Option<JsonStr<'_>> {
+        self.strs.get(i)
+    }
+}
+
+/// The lifecycle verifier: `N` open ids (and subagents), `O` owner records
+/// kept exactly, and `B` bytes of id storage that they share.
+///
+/// Open ids and subagent names must fit (else [`Capacity::OpenIds`],
+/// [`Capacity::Subagents`] or [`Capacity::IdBytes`]); owner records take
+/// what is left and are forgotten oldest first, so a run may have any
+/// number of them (see [`Capacity::Owners`] for when one is missed).
+///
+/// ```
+/// use agui_stream::{Dialect, Limits, decode, verify::Verifier};
+/// let mut verifier = Verifier::<8, 8, 256>::new(Dialect::V1);
+/// for json in [
+///     r#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#,
+///     r#"{"type":"TEXT_MESSAGE_END","messageId":"m"}"#,
+/// ] {
+///     let event = decode(json.as_bytes(), Dialect::V1, Limits::new()).unwrap().unwrap();
+///     if let Err(e) = verifier.check(&event) {
+///         assert!(verifier.describe(e).to_string().contains("No active text message"));
+///     }
+/// }
+/// ```
 #[derive(Clone, Debug)]
-pub struct Verifier<const N: usize, const O: usize, const L: usize> {
+pub struct Verifier<const N: usize, const O: usize, const B: usize> {
     dialect: Dialect,
-    open: IdTable<Open, N, L>,
-    owners: IdTable<Owned, O, L>,
+    /// The bytes of every id below.
+    pool: Pool<B>,
+    open: IdTable<Open, N>,
+    owners: Owners<O>,
     /// Subagent ids owners and steps point at; indices stay valid for the
     /// run. Each records its rank among step owners (see `touch_step_owner`).
-    names: IdTable<Option<u16>, N, L>,
+    names: IdTable<Option<u16>, N>,
     /// The parent agent's rank among step owners.
     parent_step_rank: Option<u16>,
     /// Step owners ranked so far in this run.
@@ -181,16 +214,13 @@ pub struct Verifier<const N: usize, const O: usize, const L: usize> {
     phase: RunPhase,
     thinking_step: bool,
     thinking_message: bool,
-    detail: Detail<L>,
+    detail: Detail,
 }
 
 type VResult = Result<(), VerifyError>;
 
-fn full(full: Full, entries: Capacity) -> VerifyError {
-    VerifyError::Capacity(match full {
-        Full::Entries => entries,
-        Full::IdLength => Capacity::IdLength,
-    })
+const fn capacity(c: Capacity) -> VerifyError {
+    VerifyError::Capacity(c)
 }
 
 const ROLES: [&str; 7] = [
@@ -203,13 +233,41 @@ const ROLES: [&str; 7] = [
     "reasoning",
 ];
 
-impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
+/// The id of subagent `owner` (`None` for the parent agent).
+fn name_in<'p, const N: usize, const B: usize>(
+    names: &IdTable<Option<u16>, N>,
+    pool: &'p Pool<B>,
+    owner: Option<u16>,
+) -> Option<JsonStr<'p>> {
+    names
+        .get(usize::from(owner?))
+        .map(|(span, _)| pool.text(span))
+}
+
+/// Whether `id` of `kind` is open in `open` (its owner record must be kept).
+fn holds_open<const N: usize, const B: usize>(
+    open: &IdTable<Open, N>,
+    pool: &Pool<B>,
+    kind: Owned,
+    id: JsonStr<'_>,
+) -> bool {
+    let is_open = |e: Entity| open.find(pool, Open::Entity(e), id).is_some();
+    match kind {
+        Owned::Message => is_open(Entity::TextMessage),
+        Owned::ToolCall => is_open(Entity::ToolCall),
+        Owned::Reasoning => is_open(Entity::ReasoningSpan) || is_open(Entity::ReasoningMessage),
+        Owned::Activity => false,
+    }
+}
+
+impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
     /// A verifier for `dialect`, before any event.
     pub const fn new(dialect: Dialect) -> Self {
         Verifier {
             dialect,
+            pool: Pool::new(),
             open: IdTable::new(),
-            owners: IdTable::new(),
+            owners: Owners::new(),
             names: IdTable::new(),
             parent_step_rank: None,
             step_owners: 0,
@@ -219,7 +277,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
             thinking_message: false,
             detail: Detail {
                 label: "",
-                strs: [None; 4],
+                strs: Kept::new(),
             },
         }
     }
@@ -240,7 +298,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
         self.open
             .iter()
             .filter(move |(_, e)| e.kind == Open::Entity(kind))
-            .map(|(s, _)| s.text())
+            .map(|(s, _)| self.pool.text(s))
     }
 
     /// True while a V0 thinking step or thinking message is open.
@@ -248,25 +306,19 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
         self.thinking_step || self.thinking_message
     }
 
-    fn reject(
-        &mut self,
-        event: &Event<'_>,
-        rule: Rule,
-        label: &'static str,
-        strs: [Option<JsonStr<'_>>; 4],
-    ) -> VResult {
-        self.detail.label = label;
-        for (slot, s) in self.detail.strs.iter_mut().zip(strs) {
-            // A string too long to keep only shortens the message.
-            *slot = s.and_then(|s| StoredStr::new(s).ok());
-        }
-        Err(VerifyError::Violation {
-            event: event.event_type(),
-            rule,
-        })
+    /// Owner records kept exactly right now (the rest of the run's are
+    /// forgotten).
+    pub fn owner_records(&self) -> usize {
+        self.owners.len()
+    }
+
+    /// Bytes of id storage in use (open ids, subagent ids, owner records).
+    pub fn id_bytes(&self) -> usize {
+        B.saturating_sub(self.pool.free())
     }
 
     fn reset_run(&mut self) {
+        self.pool.clear();
         self.open.clear();
         self.owners.clear();
         self.names.clear();
@@ -277,28 +329,129 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
         self.thinking_message = false;
     }
 
+    // ------------------------------------------------------------ storage
+
+    /// Releases `span` from the pool; every table follows the compaction.
+    fn release(&mut self, span: Span) {
+        self.pool.release(span);
+        self.open.shift(span);
+        self.names.shift(span);
+        self.owners.shift(span);
+    }
+
+    /// Frees `bytes` bytes of the pool (and an owner record's entry, if
+    /// `entry`) by forgetting the oldest owner records: first those of
+    /// entities that are not open, then, if `all`, any. False if that is
+    /// not enough.
+    fn make_room(&mut self, bytes: usize, entry: bool, all: bool) -> bool {
+        let mut keep_open = true;
+        loop {
+            if self.pool.free() >= bytes && (!entry || self.owners.len() < O) {
+                return true;
+            }
+            let (open, pool) = (&self.open, &self.pool);
+            let evicted = self
+                .owners
+                .evict(pool, |kind, id| keep_open && holds_open(open, pool, kind, id));
+            match evicted {
+                Some(span) => self.release(span),
+                None if keep_open && all => keep_open = false,
+                None => return false,
+            }
+        }
+    }
+
+    /// Records `owner` for `id` (see [`Owners::record`]); forgets it if
+    /// even forgetting others leaves no room. Never fails.
+    fn record_owner(&mut self, kind: Owned, id: JsonStr<'_>, owner: Option<u16>, overwrite: bool) {
+        loop {
+            let need = match self
+                .owners
+                .record(&mut self.pool, kind, id, owner, overwrite)
+            {
+                Ok(()) => return,
+                Err(Full::Bytes) => (id.raw().len(), false),
+                Err(Full::Entries) => (0, true),
+            };
+            if !self.make_room(need.0, need.1, false) {
+                self.owners.forget(kind, id, &[owner]);
+                return;
+            }
+        }
+    }
+
+    fn owner_of(&self, kind: Owned, id: JsonStr<'_>) -> OwnerOf {
+        self.owners.owner_of(&self.pool, kind, id)
+    }
+
+    /// Every forgotten record was owned by whoever `tag` names.
+    fn lost_only(&self, tag: Option<JsonStr<'_>>) -> bool {
+        let lost = self.owners.lost();
+        match tag {
+            None => lost.only(None),
+            Some(t) => match self.names.find_where(&self.pool, t, |_| true) {
+                Some(i) => u16::try_from(i).is_ok_and(|i| lost.only(Some(i))),
+                // Named by no record, kept or forgotten.
+                None => lost == Lost::default(),
+            },
+        }
+    }
+
+    /// Checks that opening `id` fits, so that a START either happens whole
+    /// or changes nothing (forgetting old owner records aside).
+    fn room(&mut self, id: JsonStr<'_>) -> VResult {
+        if self.open.is_full() {
+            return Err(capacity(Capacity::OpenIds));
+        }
+        // An open id outranks any owner record, even its own.
+        if !self.make_room(id.raw().len(), false, true) {
+            return Err(capacity(Capacity::IdBytes { capacity: B }));
+        }
+        Ok(())
+    }
+
+    fn push_open(&mut self, kind: Open, id: JsonStr<'_>, owner: Option<u16>) -> VResult {
+        self.room(id)?;
+        match self.open.push(&mut self.pool, id, Entry { kind, owner }) {
+            Ok(_) => Ok(()),
+            Err(Full::Entries) => Err(capacity(Capacity::OpenIds)),
+            Err(Full::Bytes) => Err(capacity(Capacity::IdBytes { capacity: B })),
+        }
+    }
+
+    fn remove_open(&mut self, i: usize) {
+        if let Some(span) = self.open.remove(i) {
+            self.release(span);
+        }
+    }
+
     /// The index naming subagent `tag`, interning it.
     fn intern(&mut self, tag: Option<JsonStr<'_>>) -> Result<Option<u16>, VerifyError> {
         let Some(tag) = tag else { return Ok(None) };
-        let i = match self.names.find_where(tag, |_| true) {
+        let i = match self.names.find_where(&self.pool, tag, |_| true) {
             Some(i) => i,
-            None => self
-                .names
-                .push(
-                    tag,
-                    Entry {
-                        kind: None,
-                        owner: None,
-                    },
-                )
-                .map_err(|f| full(f, Capacity::Subagents))?,
+            None => {
+                if self.names.is_full() {
+                    return Err(capacity(Capacity::Subagents));
+                }
+                if !self.make_room(tag.raw().len(), false, true) {
+                    return Err(capacity(Capacity::IdBytes { capacity: B }));
+                }
+                let entry = Entry {
+                    kind: None,
+                    owner: None,
+                };
+                self.names
+                    .push(&mut self.pool, tag, entry)
+                    .map_err(|_| capacity(Capacity::Subagents))?
+            }
         };
         const { assert!(N <= u16::MAX as usize, "subagent indices are u16") };
         Ok(u16::try_from(i).ok())
     }
 
     fn name(&self, owner: Option<u16>) -> Option<JsonStr<'_>> {
-        self.names.get(usize::from(owner?)).map(|(s, _)| s.text())
+        name_in(&self.names, &self.pool, owner)
     }
 
     fn same_owner(&self, owner: Option<u16>, tag: Option<JsonStr<'_>>) -> bool {
@@ -309,62 +462,37 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
         }
     }
 
-    /// The recorded owner of `id`: `None` if unknown, `Some(None)` for the
-    /// parent agent.
-    fn owner_of(&self, kind: Owned, id: JsonStr<'_>) -> Option<Option<u16>> {
-        let i = self.owners.find(kind, id)?;
-        self.owners.get(i).map(|(_, e)| e.owner)
-    }
-
-    fn set_owner(
-        &mut self,
-        kind: Owned,
-        id: JsonStr<'_>,
-        owner: Option<u16>,
-        overwrite: bool,
-    ) -> VResult {
-        match self.owners.find(kind, id) {
-            Some(i) if overwrite => self.owners.set_entry(i, Entry { kind, owner }),
-            Some(_) => {}
-            None => {
-                self.owners
-                    .push(id, Entry { kind, owner })
-                    .map_err(|f| full(f, Capacity::Owners))?;
-            }
-        }
-        Ok(())
-    }
+    // -------------------------------------------------------------- rules
 
     /// The reference's `subagentTagError`: an event attributed to `tag`
-    /// must match the recorded owner of what it refers to, which `owner`
-    /// looks up (only for an attributed event, the only kind it can reject).
+    /// must match the recorded owner of what it refers to. A forgotten
+    /// owner passes only if every possible one would.
     fn check_owner(
         &mut self,
         event: &Event<'_>,
         tag: Option<JsonStr<'_>>,
-        owner: impl FnOnce(&Self) -> Option<Option<u16>>,
+        owner: OwnerOf,
         label: &'static str,
         id: JsonStr<'_>,
     ) -> VResult {
         let Some(tag) = tag else { return Ok(()) };
-        let Some(owner) = owner(self) else {
-            return Ok(());
+        let owner = match owner {
+            OwnerOf::Unknown => return Ok(()),
+            OwnerOf::Forgotten if self.lost_only(Some(tag)) => return Ok(()),
+            OwnerOf::Forgotten | OwnerOf::Uncertain => {
+                return Err(capacity(Capacity::Owners));
+            }
+            OwnerOf::Known(o) => o,
         };
         if self.same_owner(owner, Some(tag)) {
             return Ok(());
         }
-        let owner_name = self.name(owner).map(|s| StoredStr::<L>::new(s).ok());
-        let owner_name = owner_name.flatten();
-        self.reject(
+        let owner_name = name_in(&self.names, &self.pool, owner);
+        self.detail.reject(
             event,
             Rule::OwnerMismatch,
             label,
-            [
-                Some(tag),
-                Some(id),
-                owner_name.as_ref().map(StoredStr::text),
-                None,
-            ],
+            [Some(tag), Some(id), owner_name, None],
         )
     }
 
@@ -380,38 +508,25 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
         closes: bool,
     ) -> VResult {
         let Some(i) = self.find_open(kind, id) else {
-            return self.reject(event, Rule::NotOpen(kind), "", [Some(id), None, None, None]);
+            return self.detail.reject(
+                event,
+                Rule::NotOpen(kind),
+                "",
+                [Some(id), None, None, None],
+            );
         };
-        self.check_owner(event, tag, |v| v.owner_of(owned, id), owned.label(), id)?;
-        if closes {
-            self.open.remove(i);
+        if tag.is_some() {
+            let owner = self.owner_of(owned, id);
+            self.check_owner(event, tag, owner, owned.label(), id)?;
         }
-        Ok(())
-    }
-
-    /// Checks that opening `id` (and recording its owner, if `new_owner`)
-    /// fits, so that a START either happens whole or changes nothing.
-    fn room(&self, id: JsonStr<'_>, new_owner: bool) -> VResult {
-        self.open
-            .room_for(id)
-            .map_err(|f| full(f, Capacity::OpenIds))?;
-        if new_owner {
-            self.owners
-                .room_for(id)
-                .map_err(|f| full(f, Capacity::Owners))?;
+        if closes {
+            self.remove_open(i);
         }
         Ok(())
     }
 
     fn find_open(&self, kind: Entity, id: JsonStr<'_>) -> Option<usize> {
-        self.open.find(Open::Entity(kind), id)
-    }
-
-    fn push_open(&mut self, kind: Open, id: JsonStr<'_>, owner: Option<u16>) -> VResult {
-        self.open
-            .push(id, Entry { kind, owner })
-            .map(|_| ())
-            .map_err(|f| full(f, Capacity::OpenIds))
+        self.open.find(&self.pool, Open::Entity(kind), id)
     }
 
     /// The reference keeps open steps per owner, in the order owners were
@@ -456,7 +571,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
             self.open
                 .iter()
                 .filter(move |(_, e)| e.kind == Open::Entity(Entity::Step) && e.owner == owner)
-                .map(|(s, e)| (s.text(), e.owner))
+                .map(|(s, e)| (self.pool.text(s), e.owner))
         })
     }
 
@@ -464,36 +579,47 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
     fn find_step(&self, name: JsonStr<'_>, tag: Option<JsonStr<'_>>) -> Option<usize> {
         self.open.iter().position(|(s, e)| {
             e.kind == Open::Entity(Entity::Step)
-                && s.text() == name
+                && self.pool.text(s) == name
                 && self.same_owner(e.owner, tag)
         })
     }
 
     /// Verifies one event (after chunk normalization) and updates the state.
-    /// On error nothing is opened, closed or given an owner; like the
-    /// reference, the verifier may still have noted a subagent's name or the
-    /// order in which owners touched steps.
+    ///
+    /// # Errors
+    ///
+    /// [`VerifyError::Violation`] for an event that breaks a rule (nothing
+    /// is then opened, closed or given an owner; like the reference, the
+    /// verifier may still have noted a subagent's name or the order in
+    /// which owners touched steps), [`VerifyError::Capacity`] when the
+    /// verdict needs more than the tables hold.
     pub fn check(&mut self, event: &Event<'_>) -> VResult {
         use EventType as T;
         let ty = event.event_type();
         match self.phase {
             RunPhase::Errored if ty != T::RunStarted => {
-                return self.reject(event, Rule::AfterRunError, "", [None; 4]);
+                return self
+                    .detail
+                    .reject(event, Rule::AfterRunError, "", [None; 4]);
             }
             RunPhase::Finished if ty != T::RunError && ty != T::RunStarted => {
-                return self.reject(event, Rule::AfterRunFinished, "", [None; 4]);
+                return self
+                    .detail
+                    .reject(event, Rule::AfterRunFinished, "", [None; 4]);
             }
             _ => {}
         }
         if !self.first_event {
             self.first_event = true;
             if ty != T::RunStarted && ty != T::RunError {
-                return self.reject(event, Rule::FirstEvent, "", [None; 4]);
+                return self.detail.reject(event, Rule::FirstEvent, "", [None; 4]);
             }
         } else if ty == T::RunStarted {
             match self.phase {
                 RunPhase::Active => {
-                    return self.reject(event, Rule::RunStillActive, "", [None; 4]);
+                    return self
+                        .detail
+                        .reject(event, Rule::RunStillActive, "", [None; 4]);
                 }
                 RunPhase::Finished | RunPhase::Errored => self.reset_run(),
                 RunPhase::NotStarted => {}
@@ -504,29 +630,16 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
         // other null checks here cannot fire: the schemas reject those
         // nulls first.)
         if event.passthrough_tag().is_some_and(|v| v.is_null()) {
-            return self.reject(event, Rule::NullSubagentRunId, "", [None; 4]);
+            return self
+                .detail
+                .reject(event, Rule::NullSubagentRunId, "", [None; 4]);
         }
         let tag = event.subagent_run_id();
         let v1 = self.dialect == Dialect::V1;
         match ty {
             T::TextMessageStart => {
                 let id = event.message_id().unwrap_or(EMPTY);
-                if self.find_open(Entity::TextMessage, id).is_some() {
-                    return self.reject(
-                        event,
-                        Rule::AlreadyOpen(Entity::TextMessage),
-                        "",
-                        [Some(id), None, None, None],
-                    );
-                }
-                let existing = self.owner_of(Owned::Message, id);
-                self.check_owner(event, tag, |_| existing, Owned::Message.label(), id)?;
-                let owner = self.intern(tag)?;
-                self.room(id, existing.is_none())?;
-                self.push_open(Open::Entity(Entity::TextMessage), id, None)?;
-                if existing.is_none() {
-                    self.set_owner(Owned::Message, id, owner, false)?;
-                }
+                self.start(event, tag, Entity::TextMessage, Owned::Message, id)?;
             }
             T::TextMessageContent | T::TextMessageEnd => {
                 let id = event.message_id().unwrap_or(EMPTY);
@@ -544,12 +657,10 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                 let owner = self.intern(tag)?;
                 self.touch_step_owner(owner);
                 if self.find_step(name, tag).is_some() {
-                    return self.reject(
-                        event,
-                        Rule::AlreadyOpen(Entity::Step),
-                        "",
-                        [Some(name), tag, None, None],
-                    );
+                    let rule = Rule::AlreadyOpen(Entity::Step);
+                    return self
+                        .detail
+                        .reject(event, rule, "", [Some(name), tag, None, None]);
                 }
                 self.push_open(Open::Entity(Entity::Step), name, owner)?;
             }
@@ -562,43 +673,36 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                         .open_steps()
                         .find(|&(s, o)| s == name && !self.same_owner(o, tag))
                         .map(|(_, o)| o);
-                    return match other {
-                        Some(o) => {
-                            let other = self.name(o).and_then(|s| StoredStr::<L>::new(s).ok());
-                            self.reject(
-                                event,
-                                Rule::StepOwnedElsewhere,
-                                "",
-                                [Some(name), tag, other.as_ref().map(StoredStr::text), None],
-                            )
-                        }
-                        None => self.reject(
-                            event,
-                            Rule::NotOpen(Entity::Step),
-                            "",
-                            [Some(name), None, None, None],
+                    let (rule, strs) = match other {
+                        Some(o) => (
+                            Rule::StepOwnedElsewhere,
+                            [Some(name), tag, name_in(&self.names, &self.pool, o), None],
                         ),
+                        None => (Rule::NotOpen(Entity::Step), [Some(name), None, None, None]),
                     };
+                    return self.detail.reject(event, rule, "", strs);
                 };
-                self.open.remove(i);
+                self.remove_open(i);
             }
             T::ActivitySnapshot => {
                 let id = event.message_id().unwrap_or(EMPTY);
-                let is_new = self.owner_of(Owned::Activity, id).is_none();
-                if is_new || event.replace() != Some(false) {
+                let replace = event.replace() != Some(false);
+                // Without `replace`, a recorded owner stays.
+                let kept = matches!(self.owner_of(Owned::Activity, id), OwnerOf::Known(_));
+                if replace || !kept {
                     let owner = self.intern(tag)?;
-                    self.set_owner(Owned::Activity, id, owner, true)?;
+                    self.record_owner(Owned::Activity, id, owner, replace);
                 }
             }
             T::ActivityDelta => {
                 let id = event.message_id().unwrap_or(EMPTY);
-                let owner = |v: &Self| v.owner_of(Owned::Activity, id);
+                let owner = self.owner_of(Owned::Activity, id);
                 self.check_owner(event, tag, owner, Owned::Activity.label(), id)?;
             }
             T::ToolCallResult => {
                 let id = event.message_id().unwrap_or(EMPTY);
                 let owner = self.intern(tag)?;
-                self.set_owner(Owned::Message, id, owner, true)?;
+                self.record_owner(Owned::Message, id, owner, true);
             }
             T::ReasoningStart | T::ReasoningMessageStart => {
                 let id = event.message_id().unwrap_or(EMPTY);
@@ -607,26 +711,14 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                 } else {
                     Entity::ReasoningMessage
                 };
-                if v1 && self.find_open(kind, id).is_some() {
-                    return self.reject(
-                        event,
-                        Rule::AlreadyOpen(kind),
-                        "",
-                        [Some(id), None, None, None],
-                    );
-                }
-                let existing = self.owner_of(Owned::Reasoning, id);
-                self.check_owner(event, tag, |_| existing, Owned::Reasoning.label(), id)?;
-                let owner = self.intern(tag)?;
                 if v1 {
-                    self.room(id, existing.is_none())?;
-                }
-                // V0 records open reasoning but never checks it.
-                if v1 {
-                    self.push_open(Open::Entity(kind), id, None)?;
-                }
-                if existing.is_none() {
-                    self.set_owner(Owned::Reasoning, id, owner, false)?;
+                    self.start(event, tag, kind, Owned::Reasoning, id)?;
+                } else {
+                    // V0 records reasoning's owners but never checks open ones.
+                    let existing = self.owner_of(Owned::Reasoning, id);
+                    self.check_owner(event, tag, existing, Owned::Reasoning.label(), id)?;
+                    let owner = self.intern(tag)?;
+                    self.record_owner(Owned::Reasoning, id, owner, false);
                 }
             }
             T::ReasoningMessageContent | T::ReasoningMessageEnd | T::ReasoningEnd => {
@@ -640,75 +732,72 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                 // V0 neither tracks nor checks open reasoning.
                 if v1 {
                     self.continue_open(event, tag, kind, Owned::Reasoning, id, closes)?;
-                } else {
-                    let owner = |v: &Self| v.owner_of(Owned::Reasoning, id);
+                } else if tag.is_some() {
+                    let owner = self.owner_of(Owned::Reasoning, id);
                     self.check_owner(event, tag, owner, Owned::Reasoning.label(), id)?;
                 }
             }
-            T::ReasoningEncryptedValue => {
+            T::ReasoningEncryptedValue if tag.is_some() => {
                 let id = event.entity_id().unwrap_or(EMPTY);
                 let subtype = event.subtype();
                 if subtype.is_some_and(|s| s.eq_str("tool-call")) {
-                    let owner = |v: &Self| v.owner_of(Owned::ToolCall, id);
+                    let owner = self.owner_of(Owned::ToolCall, id);
                     self.check_owner(event, tag, owner, "tool call", id)?;
                 } else {
-                    let owner = |v: &Self| {
-                        v.owner_of(Owned::Message, id)
-                            .or_else(|| v.owner_of(Owned::Reasoning, id))
+                    // A message's owner, else a reasoning message's.
+                    let owner = match self.owner_of(Owned::Message, id) {
+                        OwnerOf::Unknown => self.owner_of(Owned::Reasoning, id),
+                        OwnerOf::Forgotten => match self.owner_of(Owned::Reasoning, id) {
+                            OwnerOf::Known(o) if !self.owners.lost().only(o) => OwnerOf::Uncertain,
+                            OwnerOf::Known(o) => OwnerOf::Known(o),
+                            _ => OwnerOf::Forgotten,
+                        },
+                        known => known,
                     };
                     self.check_owner(event, tag, owner, "message", id)?;
                 }
             }
             T::SubagentStarted => {
                 let id = tag.unwrap_or(EMPTY);
-                if self.find_open(Entity::Subagent, id).is_some() {
-                    return self.reject(
-                        event,
-                        Rule::SubagentActive,
-                        "",
-                        [Some(id), None, None, None],
-                    );
-                }
-                if self.open.find(Open::FinishedSubagent, id).is_some() {
-                    return self.reject(
-                        event,
-                        Rule::SubagentReused,
-                        "",
-                        [Some(id), None, None, None],
-                    );
-                }
-                if let Some(parent) = event.parent_subagent_run_id() {
-                    let known = self.open.find_where(parent, |k| {
-                        matches!(k, Open::Entity(Entity::Subagent) | Open::FinishedSubagent)
-                    });
-                    if known.is_none() {
-                        return self.reject(
-                            event,
-                            Rule::UnknownParentSubagent,
-                            "",
-                            [Some(parent), None, None, None],
-                        );
-                    }
+                let rule = if self.find_open(Entity::Subagent, id).is_some() {
+                    Some((Rule::SubagentActive, id))
+                } else if self
+                    .open
+                    .find(&self.pool, Open::FinishedSubagent, id)
+                    .is_some()
+                {
+                    Some((Rule::SubagentReused, id))
+                } else {
+                    event
+                        .parent_subagent_run_id()
+                        .filter(|&parent| {
+                            let known = self.open.find_where(&self.pool, parent, |k| {
+                                matches!(k, Open::Entity(Entity::Subagent) | Open::FinishedSubagent)
+                            });
+                            known.is_none()
+                        })
+                        .map(|parent| (Rule::UnknownParentSubagent, parent))
+                };
+                if let Some((rule, s)) = rule {
+                    return self
+                        .detail
+                        .reject(event, rule, "", [Some(s), None, None, None]);
                 }
                 self.push_open(Open::Entity(Entity::Subagent), id, None)?;
             }
             T::SubagentFinished | T::SubagentError => {
                 let id = tag.unwrap_or(EMPTY);
                 let Some(i) = self.find_open(Entity::Subagent, id) else {
-                    return self.reject(
-                        event,
-                        Rule::SubagentNotActive,
-                        "",
-                        [Some(id), None, None, None],
-                    );
+                    let rule = Rule::SubagentNotActive;
+                    return self
+                        .detail
+                        .reject(event, rule, "", [Some(id), None, None, None]);
                 };
-                self.open.set_entry(
-                    i,
-                    Entry {
-                        kind: Open::FinishedSubagent,
-                        owner: None,
-                    },
-                );
+                let finished = Entry {
+                    kind: Open::FinishedSubagent,
+                    owner: None,
+                };
+                self.open.set_entry(i, finished);
             }
             T::MessagesSnapshot => {
                 if let Some(messages) = event.messages() {
@@ -732,41 +821,47 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
                     Entity::Subagent,
                 ];
                 if let Some(&kind) = order.iter().find(|&&k| self.open_count(k) > 0) {
-                    return self.reject(event, Rule::OpenAtRunFinished(kind), "", [None; 4]);
+                    let rule = Rule::OpenAtRunFinished(kind);
+                    return self.detail.reject(event, rule, "", [None; 4]);
                 }
                 self.phase = RunPhase::Finished;
             }
             T::RunError => self.phase = RunPhase::Errored,
-            T::ThinkingStart => {
-                if self.thinking_step {
-                    return self.reject(event, Rule::ThinkingStepActive, "", [None; 4]);
+            T::ThinkingStart | T::ThinkingEnd => {
+                let opens = ty == T::ThinkingStart;
+                if self.thinking_step == opens {
+                    let rule = if opens {
+                        Rule::ThinkingStepActive
+                    } else {
+                        Rule::NoThinkingStep
+                    };
+                    return self.detail.reject(event, rule, "", [None; 4]);
                 }
-                self.thinking_step = true;
-            }
-            T::ThinkingEnd => {
-                if !self.thinking_step {
-                    return self.reject(event, Rule::NoThinkingStep, "", [None; 4]);
-                }
-                self.thinking_step = false;
+                self.thinking_step = opens;
             }
             T::ThinkingTextMessageStart => {
-                if !self.thinking_step {
-                    return self.reject(event, Rule::NoThinkingStep, "", [None; 4]);
-                }
-                if self.thinking_message {
-                    return self.reject(event, Rule::ThinkingMessageActive, "", [None; 4]);
-                }
-                self.thinking_message = true;
+                let rule = if !self.thinking_step {
+                    Rule::NoThinkingStep
+                } else if self.thinking_message {
+                    Rule::ThinkingMessageActive
+                } else {
+                    self.thinking_message = true;
+                    return Ok(());
+                };
+                return self.detail.reject(event, rule, "", [None; 4]);
             }
             T::ThinkingTextMessageContent | T::ThinkingTextMessageEnd => {
                 if !self.thinking_message {
-                    return self.reject(event, Rule::NoThinkingMessage, "", [None; 4]);
+                    return self
+                        .detail
+                        .reject(event, Rule::NoThinkingMessage, "", [None; 4]);
                 }
                 if ty == T::ThinkingTextMessageEnd {
                     self.thinking_message = false;
                 }
             }
-            T::StateSnapshot
+            T::ReasoningEncryptedValue
+            | T::StateSnapshot
             | T::StateDelta
             | T::Raw
             | T::Custom
@@ -777,114 +872,139 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
         Ok(())
     }
 
+    /// TEXT_MESSAGE_START, or V1's REASONING_START/REASONING_MESSAGE_START:
+    /// the id must not be open, an attributed event must match the id's
+    /// recorded owner, and a new id records its opener as owner.
+    fn start(
+        &mut self,
+        event: &Event<'_>,
+        tag: Option<JsonStr<'_>>,
+        kind: Entity,
+        owned: Owned,
+        id: JsonStr<'_>,
+    ) -> VResult {
+        if self.find_open(kind, id).is_some() {
+            let rule = Rule::AlreadyOpen(kind);
+            return self
+                .detail
+                .reject(event, rule, "", [Some(id), None, None, None]);
+        }
+        let existing = self.owner_of(owned, id);
+        self.check_owner(event, tag, existing, owned.label(), id)?;
+        let owner = self.intern(tag)?;
+        self.push_open(Open::Entity(kind), id, None)?;
+        self.record_owner(owned, id, owner, false);
+        Ok(())
+    }
+
     fn tool_call_start(&mut self, event: &Event<'_>, tag: Option<JsonStr<'_>>) -> VResult {
         let id = event.tool_call_id().unwrap_or(EMPTY);
         if self.find_open(Entity::ToolCall, id).is_some() {
-            return self.reject(
-                event,
-                Rule::AlreadyOpen(Entity::ToolCall),
-                "",
-                [Some(id), None, None, None],
-            );
+            let rule = Rule::AlreadyOpen(Entity::ToolCall);
+            return self
+                .detail
+                .reject(event, rule, "", [Some(id), None, None, None]);
         }
         let parent = event.parent_message_id();
         // A tool call belongs to the message that carries it.
-        let inherited = parent.and_then(|p| self.owner_of(Owned::Message, p));
-        if let (Some(p), Some(po), Some(t)) = (parent, inherited, tag)
-            && !self.same_owner(po, Some(t))
-        {
-            let po_name = self.name(po).and_then(|s| StoredStr::<L>::new(s).ok());
-            return self.reject(
-                event,
-                Rule::ParentOwnerMismatch,
-                "",
-                [
-                    Some(t),
-                    Some(p),
-                    po_name.as_ref().map(StoredStr::text),
-                    None,
-                ],
-            );
-        }
-        let existing = self.owner_of(Owned::ToolCall, id);
-        if let Some(eo) = existing {
-            self.check_owner(event, tag, |_| existing, Owned::ToolCall.label(), id)?;
-            if let (None, Some(io)) = (tag, inherited)
-                && io != eo
-            // names are interned once: same index, same name
-            {
-                let eo_name = self.name(eo).and_then(|s| StoredStr::<L>::new(s).ok());
-                let io_name = self.name(io).and_then(|s| StoredStr::<L>::new(s).ok());
-                return self.reject(
-                    event,
-                    Rule::ToolCallParentConflict,
-                    "",
-                    [
-                        Some(id),
-                        eo_name.as_ref().map(StoredStr::text),
-                        parent,
-                        io_name.as_ref().map(StoredStr::text),
-                    ],
-                );
+        let inherited = match parent {
+            Some(p) => self.owner_of(Owned::Message, p),
+            None => OwnerOf::Unknown,
+        };
+        let lost = self.owners.lost();
+        if let (Some(p), Some(t)) = (parent, tag) {
+            match inherited {
+                OwnerOf::Known(po) if !self.same_owner(po, Some(t)) => {
+                    let po_name = name_in(&self.names, &self.pool, po);
+                    let rule = Rule::ParentOwnerMismatch;
+                    return self
+                        .detail
+                        .reject(event, rule, "", [Some(t), Some(p), po_name, None]);
+                }
+                OwnerOf::Forgotten if !self.lost_only(Some(t)) => {
+                    return Err(capacity(Capacity::Owners));
+                }
+                _ => {}
             }
         }
-        let owner = match tag {
-            Some(_) => self.intern(tag)?,
-            None => inherited.flatten(),
+        let existing = self.owner_of(Owned::ToolCall, id);
+        self.check_owner(event, tag, existing, Owned::ToolCall.label(), id)?;
+        if tag.is_none() {
+            // Both recorded, with different owners (names are interned
+            // once: same index, same name).
+            match (existing, inherited) {
+                (OwnerOf::Known(eo), OwnerOf::Known(io)) if io != eo => {
+                    let eo_name = name_in(&self.names, &self.pool, eo);
+                    let io_name = name_in(&self.names, &self.pool, io);
+                    let rule = Rule::ToolCallParentConflict;
+                    return self.detail.reject(
+                        event,
+                        rule,
+                        "",
+                        [Some(id), eo_name, parent, io_name],
+                    );
+                }
+                (OwnerOf::Known(o), OwnerOf::Forgotten)
+                | (OwnerOf::Forgotten, OwnerOf::Known(o))
+                    if !lost.only(o) =>
+                {
+                    return Err(capacity(Capacity::Owners));
+                }
+                (OwnerOf::Forgotten, OwnerOf::Forgotten) if lost.single().is_none() => {
+                    return Err(capacity(Capacity::Owners));
+                }
+                _ => {}
+            }
+        }
+        // The new owner: the attribution, else the parent message's owner
+        // (`None` when a forgotten parent leaves it open).
+        let owner = match (tag, inherited) {
+            (Some(_), _) => Some(self.intern(tag)?),
+            (None, OwnerOf::Known(io)) => Some(io),
+            (None, OwnerOf::Forgotten) if !lost.only(None) => None,
+            (None, _) => Some(None),
         };
-        self.room(id, existing.is_none())?;
         self.push_open(Open::Entity(Entity::ToolCall), id, None)?;
-        if existing.is_none() {
-            self.set_owner(Owned::ToolCall, id, owner, false)?;
+        match owner {
+            Some(owner) => self.record_owner(Owned::ToolCall, id, owner, false),
+            None if !matches!(existing, OwnerOf::Known(_)) => {
+                self.owners.forget(Owned::ToolCall, id, &[None]);
+            }
+            None => {}
         }
         Ok(())
     }
 
     /// Records the owners of the messages (and their tool calls) in a
     /// MESSAGES_SNAPSHOT (authoritative) or a RUN_STARTED input (only ids
-    /// not yet known).
+    /// not yet known). Subagent ids are interned first, so that running
+    /// out of room for them changes no owner.
     fn seed_owners(&mut self, messages: RawJson<'_>, authoritative: bool) -> VResult {
-        // First the ids not yet known, undone together if the table fills
-        // up; then, for a snapshot, the owners of the known ones.
-        let before = self.owners.len();
-        if let Err(e) = self.seed_pass(messages, false) {
-            self.owners.truncate(before);
-            return Err(e);
+        for (_, tag, _) in owned_messages(messages) {
+            self.intern(tag)?;
         }
-        if authoritative {
-            self.seed_pass(messages, true)?;
-        }
-        Ok(())
-    }
-
-    fn seed_pass(&mut self, messages: RawJson<'_>, authoritative: bool) -> VResult {
-        for msg in messages.elements() {
+        for (msg, tag, bucket) in owned_messages(messages) {
+            let owner = self.intern(tag)?;
             let Some(id) = msg.get("id").and_then(|v| v.as_str()) else {
                 continue;
             };
-            let role = msg.get("role").and_then(|v| v.as_str());
-            // V1 strips messages whose role it does not know.
-            let Some(role) = role.filter(|r| ROLES.iter().any(|k| r.eq_str(k))) else {
-                continue;
-            };
-            let tag = msg.get("subagentRunId").and_then(|v| v.as_str());
-            let owner = self.intern(tag)?;
-            let bucket = if role.eq_str("reasoning") {
-                Owned::Reasoning
-            } else if role.eq_str("activity") {
-                Owned::Activity
-            } else {
-                Owned::Message
-            };
-            self.set_owner(bucket, id, owner, authoritative)?;
+            self.record_owner(bucket, id, owner, authoritative);
             // Only the assistant schema has toolCalls; the others strip it.
-            let calls = msg.get("toolCalls").filter(|v| v.kind() == JsonKind::Array);
-            let Some(calls) = calls.filter(|_| role.eq_str("assistant")) else {
+            if bucket != Owned::Message {
                 continue;
-            };
-            for call in calls.elements() {
+            }
+            let calls = msg.get("toolCalls").filter(|v| v.kind() == JsonKind::Array);
+            let assistant = msg
+                .get("role")
+                .and_then(|v| v.as_str())
+                .is_some_and(|r| r.eq_str("assistant"));
+            for call in calls
+                .filter(|_| assistant)
+                .iter()
+                .flat_map(RawJson::elements)
+            {
                 if let Some(call_id) = call.get("id").and_then(|v| v.as_str()) {
-                    self.set_owner(Owned::ToolCall, call_id, owner, authoritative)?;
+                    self.record_owner(Owned::ToolCall, call_id, owner, authoritative);
                 }
             }
         }
@@ -892,7 +1012,7 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
     }
 
     /// The reference's message for `error` (valid until the next event).
-    pub fn describe(&self, error: VerifyError) -> Describe<'_, N, O, L> {
+    pub fn describe(&self, error: VerifyError) -> Describe<'_, N, O, B> {
         Describe {
             verifier: self,
             error,
@@ -900,26 +1020,50 @@ impl<const N: usize, const O: usize, const L: usize> Verifier<N, O, L> {
     }
 }
 
+/// The messages of a snapshot or run input that own an id: each with its
+/// `subagentRunId` and the kind of record its id makes. V1 strips messages
+/// whose role it does not know.
+fn owned_messages(
+    messages: RawJson<'_>,
+) -> impl Iterator<Item = (RawJson<'_>, Option<JsonStr<'_>>, Owned)> {
+    messages.elements().filter_map(|msg| {
+        msg.get("id").and_then(|v| v.as_str())?;
+        let role = msg.get("role").and_then(|v| v.as_str())?;
+        if !ROLES.iter().any(|k| role.eq_str(k)) {
+            return None;
+        }
+        let tag = msg.get("subagentRunId").and_then(|v| v.as_str());
+        let bucket = if role.eq_str("reasoning") {
+            Owned::Reasoning
+        } else if role.eq_str("activity") {
+            Owned::Activity
+        } else {
+            Owned::Message
+        };
+        Some((msg, tag, bucket))
+    })
+}
+
 const EMPTY: JsonStr<'static> = JsonStr::from_escaped(b"");
 
 /// Renders a [`VerifyError`] in the reference's words; see
 /// [`Verifier::describe`].
-pub struct Describe<'v, const N: usize, const O: usize, const L: usize> {
-    verifier: &'v Verifier<N, O, L>,
+pub struct Describe<'v, const N: usize, const O: usize, const B: usize> {
+    verifier: &'v Verifier<N, O, B>,
     error: VerifyError,
 }
 
-impl<const N: usize, const O: usize, const L: usize> fmt::Display for Describe<'_, N, O, L> {
+impl<const N: usize, const O: usize, const B: usize> fmt::Display for Describe<'_, N, O, B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let v = self.verifier;
         let (event, rule) = match self.error {
             VerifyError::Capacity(c) => return c.fmt(f),
             VerifyError::Violation { event, rule } => (event, rule),
         };
-        let s = |i: usize| v.detail.strs.get(i).and_then(Option::as_ref);
-        let text = |i: usize| s(i).map(|x| x.text()).unwrap_or(EMPTY);
+        let s = |i: usize| v.detail.text(i);
+        let text = |i: usize| s(i).unwrap_or(EMPTY);
         let a = text(0);
-        let owner = |i: usize| Who(s(i).map(|x| x.text()));
+        let owner = |i: usize| Who(s(i));
         match rule {
             Rule::FirstEvent => f.write_str("First event must be 'RUN_STARTED'"),
             Rule::AfterRunError => write!(
@@ -940,7 +1084,7 @@ impl<const N: usize, const O: usize, const L: usize> fmt::Display for Describe<'
             Rule::AlreadyOpen(Entity::Step) => {
                 write!(f, "Step \"{a}\" is already active for 'STEP_STARTED'")?;
                 match s(1) {
-                    Some(o) => write!(f, " in subagent '{}'", o.text()),
+                    Some(o) => write!(f, " in subagent '{o}'"),
                     None => Ok(()),
                 }
             }
@@ -986,8 +1130,8 @@ impl<const N: usize, const O: usize, const L: usize> fmt::Display for Describe<'
             Rule::StepOwnedElsewhere => write!(
                 f,
                 "Cannot send 'STEP_FINISHED' for step \"{a}\" attributed to {}: that step is open under {}. A step must be finished by whoever started it.",
-                Attributed(s(1).map(|x| x.text())),
-                Attributed(s(2).map(|x| x.text())),
+                Attributed(s(1)),
+                Attributed(s(2)),
             ),
             Rule::OpenAtRunFinished(kind) => {
                 write!(f, "Cannot send 'RUN_FINISHED' while {} are still active: ", kind.plural())?;
@@ -1006,7 +1150,7 @@ impl<const N: usize, const O: usize, const L: usize> fmt::Display for Describe<'
                     }
                 } else {
                     for (id, e) in v.open.iter().filter(|(_, e)| e.kind == Open::Entity(kind)) {
-                        item(id.text(), e.owner)?;
+                        item(v.pool.text(id), e.owner)?;
                     }
                 }
                 Ok(())
