@@ -259,12 +259,55 @@ pub(crate) struct Entry<K> {
 #[derive(Clone, Debug)]
 pub(crate) struct IdTable<K: Copy, const N: usize> {
     /// Each id's place in the pool, with its entry.
-    ids: heapless::Vec<(Span, Entry<K>), N>,
-    /// The hash of each id's decoded text, at the same position.
-    hashes: heapless::Vec<u32, N>,
+    ids: heapless::Vec<Slot<K>, N>,
+    /// The low half of the hash of each id's decoded text, at the same
+    /// position.
+    hashes: heapless::Vec<u16, N>,
     /// Open addressing with linear probing: a slot holds a position in
     /// `ids`, or [`NO_ENTRY`]. Rebuilt when positions shift (removal).
     index: [u8; INDEX_SLOTS],
+}
+
+/// An entry as a table stores it (the owner packed into a `u16`).
+#[derive(Clone, Copy, Debug)]
+struct Slot<K> {
+    span: Span,
+    kind: K,
+    owner: u16,
+}
+
+/// A packed owner: the parent agent.
+const PARENT: u16 = u16::MAX;
+
+pub(crate) const fn pack_owner(owner: Option<u16>) -> u16 {
+    match owner {
+        Some(i) if i < PARENT => i,
+        _ => PARENT,
+    }
+}
+
+pub(crate) const fn unpack_owner(owner: u16) -> Option<u16> {
+    if owner == PARENT { None } else { Some(owner) }
+}
+
+impl<K: Copy> Slot<K> {
+    const fn new(span: Span, entry: Entry<K>) -> Self {
+        Slot {
+            span,
+            kind: entry.kind,
+            owner: pack_owner(entry.owner),
+        }
+    }
+
+    const fn entry(&self) -> (Span, Entry<K>) {
+        (
+            self.span,
+            Entry {
+                kind: self.kind,
+                owner: unpack_owner(self.owner),
+            },
+        )
+    }
 }
 
 /// Slots of the hash index (a power of two).
@@ -315,7 +358,7 @@ impl<K: Copy + PartialEq, const N: usize> IdTable<K, N> {
             return self
                 .ids
                 .iter()
-                .position(|&(s, e)| pred(e.kind) && pool.text(s) == id);
+                .position(|s| pred(s.kind) && pool.text(s.span) == id);
         }
         self.find_hashed(pool, id, id.text_hash(), pred)
     }
@@ -331,9 +374,10 @@ impl<K: Copy + PartialEq, const N: usize> IdTable<K, N> {
         let matches = |i: usize| {
             self.ids
                 .get(i)
-                .is_some_and(|&(s, e)| pred(e.kind) && pool.text(s) == id)
+                .is_some_and(|s| pred(s.kind) && pool.text(s.span) == id)
         };
-        let same_hash = |i: usize| self.hashes.get(i) == Some(&hash);
+        let low = hash as u16;
+        let same_hash = |i: usize| self.hashes.get(i) == Some(&low);
         if Self::INDEXED {
             // Every entry with this hash is in the probe run that starts at
             // its slot; the first position among the matches is the answer.
@@ -353,12 +397,12 @@ impl<K: Copy + PartialEq, const N: usize> IdTable<K, N> {
     }
 
     pub(crate) fn get(&self, i: usize) -> Option<(Span, Entry<K>)> {
-        self.ids.get(i).copied()
+        self.ids.get(i).map(Slot::entry)
     }
 
     pub(crate) fn set_entry(&mut self, i: usize, entry: Entry<K>) {
-        if let Some((_, e)) = self.ids.get_mut(i) {
-            *e = entry;
+        if let Some(s) = self.ids.get_mut(i) {
+            *s = Slot::new(s.span, entry);
         }
     }
 
@@ -380,7 +424,8 @@ impl<K: Copy + PartialEq, const N: usize> IdTable<K, N> {
         let span = pool.alloc_text(id)?;
         let hash = id.text_hash();
         let position = self.ids.len();
-        if self.ids.push((span, entry)).is_err() || self.hashes.push(hash).is_err() {
+        if self.ids.push(Slot::new(span, entry)).is_err() || self.hashes.push(hash as u16).is_err()
+        {
             self.ids.truncate(position);
             pool.release(span);
             return Err(Full::Entries);
@@ -404,11 +449,12 @@ impl<K: Copy + PartialEq, const N: usize> IdTable<K, N> {
     }
 
     /// Rebuilds the index after positions changed.
-    fn reindex(&mut self) {
+    fn reindex<const B: usize>(&mut self, pool: &Pool<B>) {
         if Self::INDEXED {
             self.index = [NO_ENTRY; INDEX_SLOTS];
-            for i in 0..self.hashes.len() {
-                if let Some(&hash) = self.hashes.get(i) {
+            for i in 0..self.ids.len() {
+                if let Some(s) = self.ids.get(i) {
+                    let hash = pool.text(s.span).text_hash();
                     self.index_entry(i, hash);
                 }
             }
@@ -418,25 +464,25 @@ impl<K: Copy + PartialEq, const N: usize> IdTable<K, N> {
     /// Removes the entry at `i`, keeping the others in order; returns its
     /// span, which the caller releases from the pool.
     #[must_use]
-    pub(crate) fn remove(&mut self, i: usize) -> Option<Span> {
+    pub(crate) fn remove<const B: usize>(&mut self, pool: &Pool<B>, i: usize) -> Option<Span> {
         if i >= self.ids.len() || i >= self.hashes.len() {
             return None;
         }
-        let (span, _) = self.ids.remove(i);
+        let slot = self.ids.remove(i);
         self.hashes.remove(i);
-        self.reindex();
-        Some(span)
+        self.reindex(pool);
+        Some(slot.span)
     }
 
     /// Follows the pool's compaction after `freed` was released.
     pub(crate) fn shift(&mut self, freed: Span) {
-        for (s, _) in &mut self.ids {
-            *s = s.shifted(freed);
+        for s in &mut self.ids {
+            s.span = s.span.shifted(freed);
         }
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = (Span, Entry<K>)> + '_ {
-        self.ids.iter().copied()
+        self.ids.iter().map(Slot::entry)
     }
 }
 
@@ -500,7 +546,7 @@ mod tests {
         assert_eq!(t.push(&mut pool, text(b"c"), e), Err(Full::Entries));
         assert_eq!(t.find(&pool, 0, text(br"\u0062")), Some(1));
         assert_eq!(t.find(&pool, 1, text(b"b")), None);
-        let freed = t.remove(0).unwrap();
+        let freed = t.remove(&pool, 0).unwrap();
         pool.release(freed);
         t.shift(freed);
         assert_eq!(t.find(&pool, 0, text(b"b")), Some(0));
@@ -545,7 +591,7 @@ mod tests {
                 }
                 5 | 6 if !model.is_empty() => {
                     let i = next(model.len());
-                    let freed = t.remove(i).unwrap();
+                    let freed = t.remove(&pool, i).unwrap();
                     pool.release(freed);
                     t.shift(freed);
                     model.remove(i);

@@ -125,8 +125,9 @@ struct Lane {
     /// Text: index into `TEXT_ROLES`.
     role: u8,
     block: Span,
-    /// Length of each string in the block; `None` for an absent one.
-    lens: [Option<u16>; 4],
+    /// Length of each string in the block; 0 for an absent one (a present
+    /// one has its quotes).
+    lens: [u16; 4],
 }
 
 /// The strings of a [`Lane`], in block order.
@@ -154,12 +155,11 @@ impl Lane {
     /// Where string `part` lies in the pool.
     fn stored(&self, part: Part) -> Option<Span> {
         let k = part as usize;
-        let len = (*self.lens.get(k)?)?;
+        let len = *self.lens.get(k).filter(|&&l| l != 0)?;
         let start: u16 = self
             .lens
             .iter()
             .take(k)
-            .flatten()
             .fold(0, |a, &l| a.saturating_add(l));
         Some(self.block.part(start, len))
     }
@@ -176,7 +176,7 @@ enum LaneOwner {
 }
 
 /// Bytes kept for the strings of the last chunk error's message.
-const DETAIL_BYTES: usize = 192;
+const DETAIL_BYTES: usize = 160;
 
 /// Either the normalizer's own error or the downstream consumer's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -362,7 +362,7 @@ impl<const LANES: usize, const B: usize> Normalizer<LANES, B> {
         if self
             .lanes
             .iter()
-            .any(|l| l.lens[Part::Owner as usize].is_none() && l.kind == kind)
+            .any(|l| l.stored(Part::Owner).is_none() && l.kind == kind)
         {
             return Ok(LaneOwner::Tag);
         }
@@ -443,7 +443,7 @@ impl<const LANES: usize, const B: usize> Normalizer<LANES, B> {
                 LaneOwner::Tag => None,
             };
             let mut pieces = heapless::Vec::<Piece<'_>, 10>::new();
-            let mut lens = [None; 4];
+            let mut lens = [0; 4];
             let strs = [
                 Some(id.raw()),
                 None,
@@ -476,7 +476,7 @@ impl<const LANES: usize, const B: usize> Normalizer<LANES, B> {
                     }
                     (_, None) => continue,
                 };
-                *len = u16::try_from(piece_len).ok();
+                *len = u16::try_from(piece_len).unwrap_or(0);
             }
             let full = Stop::Chunk(ChunkError::Capacity(Capacity::IdBytes { capacity: B }));
             let mut block = self.pool.alloc_pieces(&pieces).map_err(|_| full)?;

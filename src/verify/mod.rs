@@ -144,7 +144,7 @@ pub enum RunPhase {
 const PARENT: &str = "(the parent agent)";
 
 /// Bytes kept for the strings of the last violation's message.
-const DETAIL_BYTES: usize = 256;
+const DETAIL_BYTES: usize = 224;
 
 /// The strings an error message needs, copied while the event exists.
 #[derive(Clone, Debug)]
@@ -350,9 +350,9 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
                 return true;
             }
             let (open, pool) = (&self.open, &self.pool);
-            let evicted = self
-                .owners
-                .evict(pool, |kind, id| keep_open && holds_open(open, pool, kind, id));
+            let evicted = self.owners.evict(pool, |kind, id| {
+                keep_open && holds_open(open, pool, kind, id)
+            });
             match evicted {
                 Some(span) => self.release(span),
                 None if keep_open && all => keep_open = false,
@@ -420,7 +420,7 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
     }
 
     fn remove_open(&mut self, i: usize) {
-        if let Some(span) = self.open.remove(i) {
+        if let Some(span) = self.open.remove(&self.pool, i) {
             self.release(span);
         }
     }

@@ -16,7 +16,7 @@
 //! a forgotten one: an event the parent sends is never checked against an
 //! owner, and the owner it records is the parent whatever was forgotten.
 
-use crate::ids::{Full, Pool, Span};
+use crate::ids::{Full, Pool, Span, pack_owner, unpack_owner};
 use crate::string::JsonStr;
 
 /// Which kind of entity an owner record is about.
@@ -96,7 +96,7 @@ impl Lost {
 }
 
 /// Bits of the filter of forgotten ids.
-const FILTER_BITS: usize = 2048;
+const FILTER_BITS: usize = 1024;
 const FILTER_WORDS: usize = FILTER_BITS / 64;
 
 /// At most `O` owner records, their ids in the verifier's pool, in the
@@ -104,8 +104,8 @@ const FILTER_WORDS: usize = FILTER_BITS / 64;
 #[derive(Clone, Debug)]
 pub(super) struct Owners<const O: usize> {
     records: heapless::Vec<Record, O>,
-    /// Each record's id hash, at the same position.
-    hashes: heapless::Vec<u32, O>,
+    /// The low half of each record's id hash, at the same position.
+    hashes: heapless::Vec<u16, O>,
     filter: [u64; FILTER_WORDS],
     lost: Lost,
 }
@@ -114,7 +114,8 @@ pub(super) struct Owners<const O: usize> {
 struct Record {
     id: Span,
     kind: Owned,
-    owner: Option<u16>,
+    /// Packed (see [`pack_owner`]).
+    owner: u16,
 }
 
 /// The two filter bits of `kind`'s id with hash `hash`.
@@ -155,8 +156,9 @@ impl<const O: usize> Owners<O> {
         id: JsonStr<'_>,
         hash: u32,
     ) -> Option<usize> {
+        let low = hash as u16;
         (0..self.hashes.len()).find(|&i| {
-            self.hashes.get(i) == Some(&hash)
+            self.hashes.get(i) == Some(&low)
                 && self
                     .records
                     .get(i)
@@ -180,7 +182,7 @@ impl<const O: usize> Owners<O> {
     ) -> OwnerOf {
         let hash = id.text_hash();
         match self.position(pool, kind, id, hash) {
-            Some(i) => OwnerOf::Known(self.records.get(i).and_then(|r| r.owner)),
+            Some(i) => OwnerOf::Known(self.records.get(i).and_then(|r| unpack_owner(r.owner))),
             None if self.maybe_forgotten(kind, hash) => OwnerOf::Forgotten,
             None => OwnerOf::Unknown,
         }
@@ -211,7 +213,7 @@ impl<const O: usize> Owners<O> {
         let hash = id.text_hash();
         if let Some(i) = self.position(pool, kind, id, hash) {
             if let Some(r) = self.records.get_mut(i).filter(|_| overwrite) {
-                r.owner = owner;
+                r.owner = pack_owner(owner);
             }
             return Ok(());
         }
@@ -228,9 +230,9 @@ impl<const O: usize> Owners<O> {
         let record = Record {
             id: span,
             kind,
-            owner,
+            owner: pack_owner(owner),
         };
-        if self.records.push(record).is_err() || self.hashes.push(hash).is_err() {
+        if self.records.push(record).is_err() || self.hashes.push(hash as u16).is_err() {
             pool.release(span);
             return Err(Full::Entries);
         }
@@ -251,7 +253,7 @@ impl<const O: usize> Owners<O> {
             .position(|r| !keep(r.kind, pool.text(r.id)))?;
         let r = self.records.remove(i);
         self.hashes.remove(i);
-        self.forget(r.kind, pool.text(r.id), &[r.owner]);
+        self.forget(r.kind, pool.text(r.id), &[unpack_owner(r.owner)]);
         Some(r.id)
     }
 
