@@ -8,9 +8,12 @@
 //! `check` prints one canonical JSON line per event that passes, then a
 //! result line — exactly the reference oracle's output contract
 //! (`{"result":"ok"}` or `{"result":"error","index":N,"stage":"S","message":"M"}`).
-//! The input is pushed in pieces of `--chunk` bytes (default 65536); any
-//! size gives the same output. A summary goes to stderr. `count` runs the
-//! same pipeline but only counts events per type and prints the verdict.
+//! The input is read as a stream and pushed in pieces of `--chunk` bytes
+//! (default 65536): memory stays flat whatever its length. Any piece size
+//! gives the same output. `--buffer` (default 16 MiB, at least
+//! [`MIN_BUFFER`]) is the frame buffer, which holds a frame that spans two
+//! pieces. A summary goes to stderr. `count` runs the same pipeline but
+//! only counts events per type and prints the verdict.
 
 mod canon;
 
@@ -25,6 +28,9 @@ struct Options {
     buffer: usize,
     file: String,
 }
+
+/// The smallest `--buffer` accepted.
+const MIN_BUFFER: usize = 64;
 
 fn usage() -> ExitCode {
     eprintln!("usage: agui check|count [--dialect v1|v0] [--chunk N] [--buffer N] FILE|-");
@@ -49,7 +55,9 @@ fn parse_args(args: &[String]) -> Option<Options> {
                 }
             }
             "--chunk" => o.chunk = it.next()?.parse().ok().filter(|&n| n > 0)?,
-            "--buffer" => o.buffer = it.next()?.parse().ok()?,
+            "--buffer" => {
+                o.buffer = it.next()?.parse().ok().filter(|&n| n >= MIN_BUFFER)?;
+            }
             f if !f.starts_with("--") || f == "-" => o.file = f.to_owned(),
             _ => return None,
         }
@@ -57,14 +65,33 @@ fn parse_args(args: &[String]) -> Option<Options> {
     (!o.file.is_empty()).then_some(o)
 }
 
-fn read_input(file: &str) -> std::io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    if file == "-" {
-        std::io::stdin().read_to_end(&mut bytes)?;
+/// Reads `file` (`-` for stdin) as a stream, handing `each` pieces of
+/// `chunk` bytes (the last may be shorter) until it returns false.
+fn read_pieces(
+    file: &str,
+    chunk: usize,
+    mut each: impl FnMut(&[u8]) -> bool,
+) -> std::io::Result<()> {
+    let mut input: Box<dyn Read> = if file == "-" {
+        Box::new(std::io::stdin().lock())
     } else {
-        bytes = std::fs::read(file)?;
+        Box::new(std::fs::File::open(file)?)
+    };
+    let mut piece = vec![0u8; chunk];
+    loop {
+        let mut filled = 0;
+        while filled < chunk {
+            match input.read(&mut piece[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if filled == 0 || !each(&piece[..filled]) || filled < chunk {
+            return Ok(());
+        }
     }
-    Ok(bytes)
 }
 
 /// The result line's message, as a JSON string.
@@ -73,7 +100,6 @@ fn json_string(s: &str) -> String {
 }
 
 fn check(o: &Options) -> std::io::Result<()> {
-    let input = read_input(&o.file)?;
     let mut buffer = vec![0u8; o.buffer];
     // Minted ids follow the reference oracle's sequence so outputs compare.
     let config = Config::new()
@@ -94,12 +120,10 @@ fn check(o: &Options) -> std::io::Result<()> {
         }
     };
     let mut verdict = Ok(());
-    for piece in input.chunks(o.chunk) {
+    read_pieces(&o.file, o.chunk, |piece| {
         verdict = pipeline.push(piece, &mut sink);
-        if verdict.is_err() {
-            break;
-        }
-    }
+        verdict.is_ok()
+    })?;
     let verdict = verdict.and_then(|()| pipeline.finish(&mut sink));
     if let Some(e) = io_error {
         return Err(e);
@@ -170,7 +194,6 @@ fn report(pipeline: &Pipeline, s: &agui_stream::Summary) {
 /// `count`: the full pipeline with a sink that only counts, for measuring
 /// the whole-process cost against other tools.
 fn count(o: &Options) -> std::io::Result<()> {
-    let input = read_input(&o.file)?;
     let mut buffer = vec![0u8; o.buffer];
     let mut pipeline = Pipeline::new(&mut buffer, Config::new().dialect(o.dialect));
     let mut counts = [0u64; agui_stream::EventType::ALL.len()];
@@ -180,10 +203,14 @@ fn count(o: &Options) -> std::io::Result<()> {
         }
     };
     let start = std::time::Instant::now();
-    let verdict = input
-        .chunks(o.chunk)
-        .try_for_each(|piece| pipeline.push(piece, &mut sink))
-        .and_then(|()| pipeline.finish(&mut sink));
+    let mut bytes = 0usize;
+    let mut verdict = Ok(());
+    read_pieces(&o.file, o.chunk, |piece| {
+        bytes += piece.len();
+        verdict = pipeline.push(piece, &mut sink);
+        verdict.is_ok()
+    })?;
+    let verdict = verdict.and_then(|()| pipeline.finish(&mut sink));
     let elapsed = start.elapsed();
     for (ty, n) in agui_stream::EventType::ALL.iter().zip(counts) {
         if n > 0 {
@@ -202,9 +229,9 @@ fn count(o: &Options) -> std::io::Result<()> {
     let secs = elapsed.as_secs_f64();
     eprintln!(
         "agui: {} bytes in {:.1} ms: {:.0} MB/s",
-        input.len(),
+        bytes,
         secs * 1e3,
-        input.len() as f64 / 1e6 / secs
+        bytes as f64 / 1e6 / secs
     );
     Ok(())
 }
