@@ -20,6 +20,10 @@ use core::fmt;
 
 use crate::string::JsonStr;
 
+mod resume;
+
+pub use resume::Validator;
+
 /// The deepest nesting [`validate`] can track; [`Limits::max_depth`] may not
 /// exceed it. Costs `MAX_DEPTH / 8` bytes of stack while validating.
 pub const MAX_DEPTH: usize = 4096;

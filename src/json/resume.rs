@@ -1,0 +1,526 @@
+//! The resumable validator: the same verdicts and error positions as
+//! [`validate`](super::validate), fed in pieces of any size.
+//!
+//! The state is the container stack (one bit per level, `W` words) and
+//! where the scanner stands inside the current token — an escape, a
+//! literal, a number's part — never a copy of the token, so a string of a
+//! gigabyte costs nothing more than one of a byte. Each piece is scanned
+//! once; the one-shot validator stays the fast path for text that is
+//! whole.
+
+use super::{JsonError, JsonErrorKind, Limits, digits_end, is_ws, skip_ws, special_byte};
+
+/// A JSON text validated piece by piece (RFC 8259, as `JSON.parse` accepts
+/// it): [`feed`](Self::feed) each piece, then [`finish`](Self::finish).
+/// Nesting deeper than `64 × W` levels, or than the limits allow, is
+/// [`JsonErrorKind::TooDeep`].
+///
+/// ```
+/// use agui_stream::json::{Limits, Validator};
+/// let mut v = Validator::<1>::new(Limits::new());
+/// v.feed(br#"{"a":[1,"b\u00"#).unwrap();
+/// v.feed(br#"e9"],"c":tr"#).unwrap();
+/// assert!(!v.is_complete());
+/// v.feed(b"ue}").unwrap();
+/// assert!(v.finish().is_ok());
+///
+/// let mut v = Validator::<1>::new(Limits::new());
+/// v.feed(b"[1,").unwrap();
+/// let e = v.feed(b"]").unwrap_err();
+/// assert_eq!(e.offset, 3); // as `validate(b"[1,]")` says
+/// ```
+#[derive(Clone, Debug)]
+pub struct Validator<const W: usize = 16> {
+    /// Container kinds, one bit per level: set for an object.
+    stack: [u64; W],
+    depth: usize,
+    max_depth: usize,
+    state: State,
+    /// Bytes fed before the current piece.
+    offset: usize,
+    failed: Option<JsonError>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// A value starts here (the root, after `:`, after `,` in an array).
+    Value,
+    /// After `[`: a value or `]`.
+    ArrayFirst,
+    /// After `{`: a key or `}`.
+    ObjectFirst,
+    /// After `,` in an object: a key.
+    Key,
+    /// After a key: `:`.
+    Colon,
+    /// After a value inside a container: `,` or its closer.
+    AfterValue,
+    /// Inside a string (an object key if `key`).
+    Str { key: bool, escape: Escape },
+    /// Inside `true`, `false` or `null`, `matched` bytes in.
+    Literal { word: Word, matched: u8 },
+    /// Inside a number.
+    Number(NumberPart),
+    /// The root value is complete: only whitespace may follow.
+    Done,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Escape {
+    None,
+    /// Just after a backslash.
+    Backslash,
+    /// After `\u` and this many hex digits.
+    Hex(u8),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Word {
+    True,
+    False,
+    Null,
+}
+
+impl Word {
+    const fn bytes(self) -> &'static [u8] {
+        match self {
+            Word::True => b"true",
+            Word::False => b"false",
+            Word::Null => b"null",
+        }
+    }
+}
+
+/// Where a number stands; the parts marked "may end" can be its last.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NumberPart {
+    /// After `-`.
+    Minus,
+    /// A leading `0` (may end).
+    Zero,
+    /// Integer digits (may end).
+    Int,
+    /// After `.`.
+    Dot,
+    /// Fraction digits (may end).
+    Frac,
+    /// After `e`.
+    Exp,
+    /// After `e+` or `e-`.
+    ExpSign,
+    /// Exponent digits (may end).
+    ExpDigits,
+}
+
+impl NumberPart {
+    const fn may_end(self) -> bool {
+        matches!(
+            self,
+            NumberPart::Zero | NumberPart::Int | NumberPart::Frac | NumberPart::ExpDigits
+        )
+    }
+}
+
+impl<const W: usize> Validator<W> {
+    /// A validator before the first byte.
+    pub const fn new(limits: Limits) -> Self {
+        let levels = W.saturating_mul(64);
+        Validator {
+            stack: [0; W],
+            depth: 0,
+            max_depth: if limits.max_depth < levels {
+                limits.max_depth
+            } else {
+                levels
+            },
+            state: State::Value,
+            offset: 0,
+            failed: None,
+        }
+    }
+
+    /// Bytes fed so far.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// Whether the text so far is one complete value (with at most
+    /// whitespace after it), so that [`finish`](Self::finish) would succeed.
+    pub fn is_complete(&self) -> bool {
+        self.failed.is_none()
+            && match self.state {
+                State::Done => true,
+                State::Number(part) => self.depth == 0 && part.may_end(),
+                _ => false,
+            }
+    }
+
+    /// Ends the text.
+    ///
+    /// # Errors
+    ///
+    /// The first error of the text, or [`JsonErrorKind::UnexpectedEnd`] at
+    /// its end if it stopped inside a value.
+    pub fn finish(&mut self) -> Result<(), JsonError> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        if self.is_complete() {
+            return Ok(());
+        }
+        Err(self.fail(JsonErrorKind::UnexpectedEnd, self.offset))
+    }
+
+    fn fail(&mut self, kind: JsonErrorKind, offset: usize) -> JsonError {
+        let e = JsonError { kind, offset };
+        self.failed = Some(e);
+        e
+    }
+
+    /// The state after a value that just ended.
+    fn after_value(&self) -> State {
+        if self.depth == 0 {
+            State::Done
+        } else {
+            State::AfterValue
+        }
+    }
+
+    fn top_is_object(&self) -> bool {
+        let d = self.depth.saturating_sub(1);
+        self.stack
+            .get(d / 64)
+            .is_some_and(|w| w & (1 << (d % 64)) != 0)
+    }
+
+    /// Validates the next piece.
+    ///
+    /// # Errors
+    ///
+    /// The first syntax error, at its offset in the whole text (every
+    /// later call returns it again).
+    pub fn feed(&mut self, piece: &[u8]) -> Result<(), JsonError> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        let mut i = 0;
+        while i < piece.len() {
+            match self.step(piece, i) {
+                Ok(next) => i = next,
+                Err((kind, at)) => {
+                    let offset = self.offset.saturating_add(at);
+                    return Err(self.fail(kind, offset));
+                }
+            }
+        }
+        crate::work::add(piece.len());
+        self.offset = self.offset.saturating_add(piece.len());
+        Ok(())
+    }
+
+    /// Consumes what it can of `piece` from `i` in the current state;
+    /// returns where it stopped (always past `i`, or at a byte the next
+    /// state must read), or the error and its position.
+    #[allow(clippy::arithmetic_side_effects)] // positions within `piece`
+    fn step(&mut self, piece: &[u8], i: usize) -> Result<usize, (JsonErrorKind, usize)> {
+        let Some(&b) = piece.get(i) else {
+            return Ok(i);
+        };
+        let token = |b: u8| (JsonErrorKind::UnexpectedToken(b), i);
+        match self.state {
+            State::Value
+            | State::ArrayFirst
+            | State::ObjectFirst
+            | State::Key
+            | State::Colon
+            | State::AfterValue
+            | State::Done
+                if is_ws(b) =>
+            {
+                return Ok(skip_ws(piece, i));
+            }
+            State::Value => self.state = self.value_start(b, i)?,
+            State::ArrayFirst => {
+                if b == b']' {
+                    self.depth -= 1;
+                    self.state = self.after_value();
+                } else {
+                    // A value starts here: read it in that state.
+                    self.state = State::Value;
+                    return Ok(i);
+                }
+            }
+            State::ObjectFirst | State::Key => match b {
+                b'}' if self.state == State::ObjectFirst => {
+                    self.depth -= 1;
+                    self.state = self.after_value();
+                }
+                b'"' => {
+                    self.state = State::Str {
+                        key: true,
+                        escape: Escape::None,
+                    }
+                }
+                _ => return Err(token(b)),
+            },
+            State::Colon if b == b':' => self.state = State::Value,
+            State::Colon => return Err(token(b)),
+            State::AfterValue => {
+                let object = self.top_is_object();
+                match b {
+                    b',' if object => self.state = State::Key,
+                    b',' => self.state = State::Value,
+                    b'}' if object => {
+                        self.depth -= 1;
+                        self.state = self.after_value();
+                    }
+                    b']' if !object => {
+                        self.depth -= 1;
+                        self.state = self.after_value();
+                    }
+                    _ => return Err(token(b)),
+                }
+            }
+            State::Done => return Err((JsonErrorKind::TrailingCharacters, i)),
+            State::Str { key, escape } => return self.string(piece, i, key, escape),
+            State::Literal { word, matched } => {
+                let bytes = word.bytes();
+                if bytes.get(usize::from(matched)) != Some(&b) {
+                    return Err(token(b));
+                }
+                let matched = matched + 1;
+                self.state = if usize::from(matched) == bytes.len() {
+                    self.after_value()
+                } else {
+                    State::Literal { word, matched }
+                };
+            }
+            State::Number(part) => return self.number(piece, i, part),
+        }
+        Ok(i + 1)
+    }
+
+    /// The state a value starting with `b` (at `i`) puts the scanner in.
+    fn value_start(&mut self, b: u8, i: usize) -> Result<State, (JsonErrorKind, usize)> {
+        let literal = |word| State::Literal { word, matched: 1 };
+        Ok(match b {
+            b'{' | b'[' => {
+                if self.depth >= self.max_depth {
+                    let limit = self.max_depth;
+                    return Err((JsonErrorKind::TooDeep { limit }, i));
+                }
+                let (w, bit) = (self.depth / 64, self.depth % 64);
+                if let Some(word) = self.stack.get_mut(w) {
+                    if b == b'{' {
+                        *word |= 1 << bit;
+                    } else {
+                        *word &= !(1 << bit);
+                    }
+                }
+                self.depth = self.depth.saturating_add(1);
+                if b == b'{' {
+                    State::ObjectFirst
+                } else {
+                    State::ArrayFirst
+                }
+            }
+            b'"' => State::Str {
+                key: false,
+                escape: Escape::None,
+            },
+            b't' => literal(Word::True),
+            b'f' => literal(Word::False),
+            b'n' => literal(Word::Null),
+            b'-' => State::Number(NumberPart::Minus),
+            b'0' => State::Number(NumberPart::Zero),
+            b'1'..=b'9' => State::Number(NumberPart::Int),
+            _ => return Err((JsonErrorKind::UnexpectedToken(b), i)),
+        })
+    }
+
+    #[allow(clippy::arithmetic_side_effects)] // positions within `piece`
+    fn string(
+        &mut self,
+        piece: &[u8],
+        i: usize,
+        key: bool,
+        escape: Escape,
+    ) -> Result<usize, (JsonErrorKind, usize)> {
+        let Some(&b) = piece.get(i) else {
+            return Ok(i);
+        };
+        let escape = match escape {
+            Escape::None => {
+                // Jump to the next quote, backslash or control character.
+                let j = special_byte(piece, i, true);
+                match piece.get(j) {
+                    None => return Ok(j),
+                    Some(b'"') => {
+                        self.state = if key {
+                            State::Colon
+                        } else {
+                            self.after_value()
+                        };
+                        return Ok(j + 1);
+                    }
+                    Some(b'\\') => {
+                        self.state = State::Str {
+                            key,
+                            escape: Escape::Backslash,
+                        };
+                        return Ok(j + 1);
+                    }
+                    Some(_) => return Err((JsonErrorKind::ControlCharacter, j)),
+                }
+            }
+            Escape::Backslash => match b {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Escape::None,
+                b'u' => Escape::Hex(0),
+                _ => return Err((JsonErrorKind::BadEscape, i)),
+            },
+            Escape::Hex(n) if b.is_ascii_hexdigit() => {
+                if n == 3 {
+                    Escape::None
+                } else {
+                    Escape::Hex(n + 1)
+                }
+            }
+            Escape::Hex(_) => return Err((JsonErrorKind::BadUnicodeEscape, i)),
+        };
+        self.state = State::Str { key, escape };
+        Ok(i + 1)
+    }
+
+    #[allow(clippy::arithmetic_side_effects)] // positions within `piece`
+    fn number(
+        &mut self,
+        piece: &[u8],
+        i: usize,
+        part: NumberPart,
+    ) -> Result<usize, (JsonErrorKind, usize)> {
+        use NumberPart as P;
+        let Some(&b) = piece.get(i) else {
+            return Ok(i);
+        };
+        let digit = b.is_ascii_digit();
+        let next = match (part, b) {
+            (P::Minus, b'0') => P::Zero,
+            (P::Minus, b'1'..=b'9') => P::Int,
+            (P::Int | P::Frac | P::ExpDigits, _) if digit => {
+                // The rest of the run at once.
+                return Ok(digits_end(piece, i));
+            }
+            (P::Zero | P::Int, b'.') => P::Dot,
+            (P::Zero | P::Int | P::Frac, b'e' | b'E') => P::Exp,
+            (P::Dot, _) if digit => P::Frac,
+            (P::Exp, b'+' | b'-') => P::ExpSign,
+            (P::Exp | P::ExpSign, _) if digit => P::ExpDigits,
+            (part, _) if part.may_end() => {
+                // The number ended before `b`, which the next state reads.
+                self.state = self.after_value();
+                return Ok(i);
+            }
+            _ => return Err((JsonErrorKind::BadNumber, i)),
+        };
+        self.state = State::Number(next);
+        Ok(i + 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+
+    use super::super::validate;
+    use super::*;
+    use std::vec::Vec;
+
+    /// Texts that reach every state and every error.
+    const TEXTS: &[&[u8]] = &[
+        br#"{"type":"RUN_STARTED","threadId":"t","runId":"r","n":[1,-2.5e+3,0,true,false,null]}"#,
+        br#" [ {"a" : {"b":[[],{}]}} , "x\"\\\/\b\f\n\r\t\u00e9" ] "#,
+        b"12",
+        b"-0.0e-1 ",
+        b"0",
+        b"",
+        b"   ",
+        b"[1,]",
+        b"{\"a\" 1}",
+        b"{\"a\":1,}",
+        b"{,}",
+        b"[1 2]",
+        b"01",
+        b"1.",
+        b"1.e3",
+        b"-",
+        b"-a",
+        b"1e",
+        b"1e+",
+        b"[1x]",
+        b"1 x",
+        b"tru",
+        b"trux",
+        b"nul",
+        b"\"abc",
+        b"\"a\\x\"",
+        b"\"\\u12g4\"",
+        b"\"\\u12",
+        b"\"a\x01b\"",
+        b"\"\xff\xfe\"",
+        b"\xff",
+        b"[[[[[[[[[[]]]]]]]]]]",
+        b"[[[[[[[[[[[]]]]]]]]]]]",
+        b"{\"a\":[}",
+        b"[\"a\":1]",
+        b"}",
+    ];
+
+    fn resumed(text: &[u8], splits: &[usize], depth: usize) -> Result<(), JsonError> {
+        let mut v = Validator::<1>::new(Limits { max_depth: depth });
+        let mut at = 0;
+        for &s in splits.iter().chain([&text.len()]) {
+            v.feed(&text[at..s])?;
+            at = s;
+        }
+        v.finish()
+    }
+
+    #[test]
+    fn every_split_gives_the_one_shot_verdict() {
+        for &text in TEXTS {
+            for depth in [0, 1, 10, 64] {
+                let want = validate(text, Limits { max_depth: depth });
+                assert_eq!(resumed(text, &[], depth), want, "{:?}", text.escape_ascii());
+                for a in 0..=text.len() {
+                    assert_eq!(
+                        resumed(text, &[a], depth),
+                        want,
+                        "{:?} at {a}",
+                        text.escape_ascii()
+                    );
+                    for b in a..=text.len().min(a + 3) {
+                        assert_eq!(resumed(text, &[a, b], depth), want);
+                    }
+                }
+                let ones: Vec<usize> = (1..text.len()).collect();
+                assert_eq!(resumed(text, &ones, depth), want);
+            }
+        }
+    }
+
+    #[test]
+    fn errors_are_sticky_and_completeness_is_known_early() {
+        let mut v = Validator::<1>::new(Limits::new());
+        v.feed(b"[1]").unwrap();
+        assert!(v.is_complete());
+        let e = v.feed(b" 2").unwrap_err();
+        assert_eq!((e.kind, e.offset), (JsonErrorKind::TrailingCharacters, 4));
+        assert_eq!(v.feed(b"").unwrap_err(), e);
+        assert_eq!(v.finish().unwrap_err(), e);
+        let mut v = Validator::<1>::new(Limits::new());
+        v.feed(b"12").unwrap();
+        assert!(v.is_complete(), "a number may end at the end of the text");
+        v.feed(b".").unwrap();
+        assert!(!v.is_complete());
+    }
+}
