@@ -7,6 +7,7 @@
 #   pipeline                       whole streams, truncated to 64 KiB, behind
 #                                  the target's 4-byte header (see below)
 #   decode, encode, differential   one seed per frame: its data payload
+#   json_resume                    the same, behind one byte that picks the splits
 #
 # Upstream JSON files (arrays of events, scenario → events maps, the
 # null-omission fixture) become one payload per event and one stream per
@@ -73,6 +74,7 @@ def add_stream(stream):
         if len(p) <= PAYLOAD_MAX:
             for t in ("decode", "encode", "differential"):
                 seed(t, p)
+            seed("json_resume", bytes([len(p) % 256]) + p)
 
 def events_in(doc):
     """Lists of events found in an upstream JSON document."""
@@ -111,7 +113,7 @@ for src in sources:
                     if section.strip():
                         add_stream(section)
 
-for t in ("pipeline", "decode", "encode", "differential"):
+for t in ("pipeline", "decode", "encode", "differential", "json_resume"):
     os.makedirs(os.path.join(out_root, t), exist_ok=True)
     total = len(os.listdir(os.path.join(out_root, t)))
     print(f"seed.sh: {t}: {counts.get(t, 0)} new seeds, {total} in fuzz/corpus/{t}")

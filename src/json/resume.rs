@@ -31,14 +31,22 @@ use super::{JsonError, JsonErrorKind, Limits, digits_end, is_ws, skip_ws, specia
 /// ```
 #[derive(Clone, Debug)]
 pub struct Validator<const W: usize = 16> {
+    scan: Scanner<W>,
+    failed: Option<JsonError>,
+}
+
+/// The validator's state without its sticky error: what a caller keeps
+/// per text when it has many (a tool call's arguments), copied to undo a
+/// piece.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Scanner<const W: usize> {
     /// Container kinds, one bit per level: set for an object.
     stack: [u64; W],
-    depth: usize,
-    max_depth: usize,
+    depth: u16,
+    max_depth: u16,
     state: State,
     /// Bytes fed before the current piece.
     offset: usize,
-    failed: Option<JsonError>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,73 +132,21 @@ impl NumberPart {
 impl<const W: usize> Validator<W> {
     /// A validator before the first byte.
     pub const fn new(limits: Limits) -> Self {
-        let levels = W.saturating_mul(64);
         Validator {
-            stack: [0; W],
-            depth: 0,
-            max_depth: if limits.max_depth < levels {
-                limits.max_depth
-            } else {
-                levels
-            },
-            state: State::Value,
-            offset: 0,
+            scan: Scanner::new(limits),
             failed: None,
         }
     }
 
     /// Bytes fed so far.
     pub fn offset(&self) -> usize {
-        self.offset
+        self.scan.offset
     }
 
     /// Whether the text so far is one complete value (with at most
     /// whitespace after it), so that [`finish`](Self::finish) would succeed.
     pub fn is_complete(&self) -> bool {
-        self.failed.is_none()
-            && match self.state {
-                State::Done => true,
-                State::Number(part) => self.depth == 0 && part.may_end(),
-                _ => false,
-            }
-    }
-
-    /// Ends the text.
-    ///
-    /// # Errors
-    ///
-    /// The first error of the text, or [`JsonErrorKind::UnexpectedEnd`] at
-    /// its end if it stopped inside a value.
-    pub fn finish(&mut self) -> Result<(), JsonError> {
-        if let Some(e) = self.failed {
-            return Err(e);
-        }
-        if self.is_complete() {
-            return Ok(());
-        }
-        Err(self.fail(JsonErrorKind::UnexpectedEnd, self.offset))
-    }
-
-    fn fail(&mut self, kind: JsonErrorKind, offset: usize) -> JsonError {
-        let e = JsonError { kind, offset };
-        self.failed = Some(e);
-        e
-    }
-
-    /// The state after a value that just ended.
-    fn after_value(&self) -> State {
-        if self.depth == 0 {
-            State::Done
-        } else {
-            State::AfterValue
-        }
-    }
-
-    fn top_is_object(&self) -> bool {
-        let d = self.depth.saturating_sub(1);
-        self.stack
-            .get(d / 64)
-            .is_some_and(|w| w & (1 << (d % 64)) != 0)
+        self.failed.is_none() && self.scan.is_complete()
     }
 
     /// Validates the next piece.
@@ -203,19 +159,96 @@ impl<const W: usize> Validator<W> {
         if let Some(e) = self.failed {
             return Err(e);
         }
+        self.scan.feed(piece).inspect_err(|&e| self.failed = Some(e))
+    }
+
+    /// Ends the text.
+    ///
+    /// # Errors
+    ///
+    /// The first error of the text, or [`JsonErrorKind::UnexpectedEnd`] at
+    /// its end if it stopped inside a value.
+    pub fn finish(&mut self) -> Result<(), JsonError> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        self.scan.finish().inspect_err(|&e| self.failed = Some(e))
+    }
+}
+
+impl<const W: usize> Scanner<W> {
+    pub(crate) const fn new(limits: Limits) -> Self {
+        const { assert!(W <= 1024, "at most 65535 levels") };
+        let levels = W.saturating_mul(64);
+        let max = if limits.max_depth < levels {
+            limits.max_depth
+        } else {
+            levels
+        };
+        Scanner {
+            stack: [0; W],
+            depth: 0,
+            max_depth: max as u16,
+            state: State::Value,
+            offset: 0,
+        }
+    }
+
+    /// Bytes fed so far.
+    pub(crate) fn offset(&self) -> usize {
+        self.offset
+    }
+
+    pub(crate) fn is_complete(&self) -> bool {
+        match self.state {
+            State::Done => true,
+            State::Number(part) => self.depth == 0 && part.may_end(),
+            _ => false,
+        }
+    }
+
+    pub(crate) fn finish(&self) -> Result<(), JsonError> {
+        if self.is_complete() {
+            return Ok(());
+        }
+        Err(JsonError {
+            kind: JsonErrorKind::UnexpectedEnd,
+            offset: self.offset,
+        })
+    }
+
+    /// Validates the next piece; after an error the state is undefined
+    /// (keep a copy to undo).
+    pub(crate) fn feed(&mut self, piece: &[u8]) -> Result<(), JsonError> {
         let mut i = 0;
         while i < piece.len() {
             match self.step(piece, i) {
                 Ok(next) => i = next,
                 Err((kind, at)) => {
                     let offset = self.offset.saturating_add(at);
-                    return Err(self.fail(kind, offset));
+                    return Err(JsonError { kind, offset });
                 }
             }
         }
         crate::work::add(piece.len());
         self.offset = self.offset.saturating_add(piece.len());
         Ok(())
+    }
+
+    /// The state after a value that just ended.
+    fn after_value(&self) -> State {
+        if self.depth == 0 {
+            State::Done
+        } else {
+            State::AfterValue
+        }
+    }
+
+    fn top_is_object(&self) -> bool {
+        let d = usize::from(self.depth.saturating_sub(1));
+        self.stack
+            .get(d / 64)
+            .is_some_and(|w| w & (1 << (d % 64)) != 0)
     }
 
     /// Consumes what it can of `piece` from `i` in the current state;
@@ -306,10 +339,11 @@ impl<const W: usize> Validator<W> {
         Ok(match b {
             b'{' | b'[' => {
                 if self.depth >= self.max_depth {
-                    let limit = self.max_depth;
+                    let limit = usize::from(self.max_depth);
                     return Err((JsonErrorKind::TooDeep { limit }, i));
                 }
-                let (w, bit) = (self.depth / 64, self.depth % 64);
+                let depth = usize::from(self.depth);
+                let (w, bit) = (depth / 64, depth % 64);
                 if let Some(word) = self.stack.get_mut(w) {
                     if b == b'{' {
                         *word |= 1 << bit;
