@@ -33,6 +33,12 @@ pub enum Capacity {
     Owners,
     /// More distinct subagents in one run than the verifier holds.
     Subagents,
+    /// More tool calls open at once than the arguments check holds
+    /// ([`crate::Config::check_tool_args`]).
+    ToolArgs {
+        /// Tool calls checked at once.
+        capacity: usize,
+    },
     /// The ids that must be held at once (open ids, subagent ids, a chunk
     /// lane's strings) need more bytes than the id storage has.
     IdBytes {
@@ -62,6 +68,10 @@ impl fmt::Display for Capacity {
                 "the owner of an id this event refers to was forgotten (too many owner records in one run)",
             ),
             Capacity::Subagents => f.write_str("more subagents in one run than the verifier holds"),
+            Capacity::ToolArgs { capacity } => write!(
+                f,
+                "more than {capacity} tool calls open at once to check the arguments of"
+            ),
             Capacity::IdBytes { capacity } => {
                 write!(f, "ids held at once need more than the {capacity}-byte id storage")
             }

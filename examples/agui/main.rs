@@ -1,8 +1,8 @@
 //! `agui`: check AG-UI streams from the command line.
 //!
 //! ```text
-//! agui check [--dialect v1|v0] [--chunk N] [--buffer N] FILE|-
-//! agui count [--dialect v1|v0] [--chunk N] [--buffer N] FILE|-
+//! agui check [--dialect v1|v0] [--chunk N] [--buffer N] [--check-tool-args] FILE|-
+//! agui count [--dialect v1|v0] [--chunk N] [--buffer N] [--check-tool-args] FILE|-
 //! ```
 //!
 //! `check` prints one canonical JSON line per event that passes, then a
@@ -12,7 +12,9 @@
 //! (default 65536): memory stays flat whatever its length. Any piece size
 //! gives the same output. `--buffer` (default 16 MiB, at least
 //! [`MIN_BUFFER`]) is the frame buffer, which holds a frame that spans two
-//! pieces. A summary goes to stderr. `count` runs the same pipeline but
+//! pieces. `--check-tool-args` also checks that each tool call's arguments
+//! are one JSON value by its TOOL_CALL_END (the reference does not). A
+//! summary goes to stderr. `count` runs the same pipeline but
 //! only counts events per type and prints the verdict.
 
 mod canon;
@@ -26,6 +28,7 @@ struct Options {
     dialect: Dialect,
     chunk: usize,
     buffer: usize,
+    check_tool_args: bool,
     file: String,
 }
 
@@ -33,7 +36,9 @@ struct Options {
 const MIN_BUFFER: usize = 64;
 
 fn usage() -> ExitCode {
-    eprintln!("usage: agui check|count [--dialect v1|v0] [--chunk N] [--buffer N] FILE|-");
+    eprintln!(
+        "usage: agui check|count [--dialect v1|v0] [--chunk N] [--buffer N] [--check-tool-args] FILE|-"
+    );
     ExitCode::from(2)
 }
 
@@ -42,6 +47,7 @@ fn parse_args(args: &[String]) -> Option<Options> {
         dialect: Dialect::V1,
         chunk: 65536,
         buffer: 16 << 20,
+        check_tool_args: false,
         file: String::new(),
     };
     let mut it = args.iter();
@@ -55,6 +61,7 @@ fn parse_args(args: &[String]) -> Option<Options> {
                 }
             }
             "--chunk" => o.chunk = it.next()?.parse().ok().filter(|&n| n > 0)?,
+            "--check-tool-args" => o.check_tool_args = true,
             "--buffer" => {
                 o.buffer = it.next()?.parse().ok().filter(|&n| n >= MIN_BUFFER)?;
             }
@@ -104,7 +111,8 @@ fn check(o: &Options) -> std::io::Result<()> {
     // Minted ids follow the reference oracle's sequence so outputs compare.
     let config = Config::new()
         .dialect(o.dialect)
-        .minting(Minting::Deterministic);
+        .minting(Minting::Deterministic)
+        .check_tool_args(o.check_tool_args);
     let mut pipeline = Pipeline::new(&mut buffer, config);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -195,7 +203,10 @@ fn report(pipeline: &Pipeline, s: &agui_stream::Summary) {
 /// the whole-process cost against other tools.
 fn count(o: &Options) -> std::io::Result<()> {
     let mut buffer = vec![0u8; o.buffer];
-    let mut pipeline = Pipeline::new(&mut buffer, Config::new().dialect(o.dialect));
+    let config = Config::new()
+        .dialect(o.dialect)
+        .check_tool_args(o.check_tool_args);
+    let mut pipeline = Pipeline::new(&mut buffer, config);
     let mut counts = [0u64; agui_stream::EventType::ALL.len()];
     let mut sink = |ev: &Event<'_>, _: &FrameInfo| {
         if let Some(n) = counts.get_mut(ev.event_type() as usize) {

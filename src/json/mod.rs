@@ -22,6 +22,7 @@ use crate::string::JsonStr;
 
 mod resume;
 
+pub(crate) use resume::Scanner;
 pub use resume::Validator;
 
 /// The deepest nesting [`validate`] can track; [`Limits::max_depth`] may not

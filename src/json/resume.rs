@@ -159,7 +159,9 @@ impl<const W: usize> Validator<W> {
         if let Some(e) = self.failed {
             return Err(e);
         }
-        self.scan.feed(piece).inspect_err(|&e| self.failed = Some(e))
+        self.scan
+            .feed(piece)
+            .inspect_err(|&e| self.failed = Some(e))
     }
 
     /// Ends the text.
@@ -192,11 +194,6 @@ impl<const W: usize> Scanner<W> {
             state: State::Value,
             offset: 0,
         }
-    }
-
-    /// Bytes fed so far.
-    pub(crate) fn offset(&self) -> usize {
-        self.offset
     }
 
     pub(crate) fn is_complete(&self) -> bool {

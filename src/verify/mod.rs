@@ -16,7 +16,7 @@ use crate::capacity::Capacity;
 use crate::event::Event;
 use crate::event_type::EventType;
 use crate::ids::{Entry, Full, IdTable, Kept, Pool, Span};
-use crate::json::{JsonKind, RawJson};
+use crate::json::{JsonError, JsonErrorKind, JsonKind, Limits, RawJson, Scanner};
 use crate::schema::Dialect;
 use crate::string::JsonStr;
 
@@ -109,6 +109,10 @@ pub enum Rule {
     ThinkingMessageActive,
     /// THINKING_TEXT_MESSAGE_CONTENT/END with no thinking message (V0).
     NoThinkingMessage,
+    /// A tool call's arguments (its TOOL_CALL_ARGS deltas, concatenated)
+    /// are not one JSON value by its TOOL_CALL_END (checked only with
+    /// [`Verifier::check_tool_args`]; the reference does not check).
+    ToolCallArgs,
 }
 
 /// Why the verifier stopped an event.
@@ -144,13 +148,15 @@ pub enum RunPhase {
 const PARENT: &str = "(the parent agent)";
 
 /// Bytes kept for the strings of the last violation's message.
-const DETAIL_BYTES: usize = 224;
+const DETAIL_BYTES: usize = 160;
 
 /// The strings an error message needs, copied while the event exists.
 #[derive(Clone, Debug)]
 struct Detail {
     label: &'static str,
     strs: Kept<DETAIL_BYTES, 4>,
+    /// The JSON error of [`Rule::ToolCallArgs`].
+    json: Option<JsonError>,
 }
 
 impl Detail {
@@ -215,7 +221,18 @@ pub struct Verifier<const N: usize, const O: usize, const B: usize> {
     thinking_step: bool,
     thinking_message: bool,
     detail: Detail,
+    /// Check each tool call's arguments ([`Verifier::check_tool_args`]).
+    check_args: bool,
+    /// The argument check of each open tool call, by its id's place in
+    /// the pool.
+    args: heapless::Vec<(Span, Scanner<1>), ARGS_CHECKED>,
 }
+
+/// Tool calls whose arguments can be checked at once.
+pub const ARGS_CHECKED: usize = 8;
+
+/// How deep a tool call's arguments may nest.
+const ARGS_DEPTH: usize = 64;
 
 type VResult = Result<(), VerifyError>;
 
@@ -278,8 +295,22 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
             detail: Detail {
                 label: "",
                 strs: Kept::new(),
+                json: None,
             },
+            check_args: false,
+            args: heapless::Vec::new(),
         }
+    }
+
+    /// The same verifier, checking (or not) that each tool call's
+    /// arguments — its TOOL_CALL_ARGS deltas, concatenated — are one
+    /// complete JSON value by its TOOL_CALL_END ([`Rule::ToolCallArgs`]).
+    /// The reference does not check this. Arguments are validated as they
+    /// stream, in 24 bytes per open tool call (at most [`ARGS_CHECKED`] at
+    /// once, nested at most 64 deep), without buffering them.
+    pub const fn check_tool_args(mut self, check: bool) -> Self {
+        self.check_args = check;
+        self
     }
 
     /// Where the run stands.
@@ -318,6 +349,7 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
     }
 
     fn reset_run(&mut self) {
+        self.args.clear();
         self.pool.clear();
         self.open.clear();
         self.owners.clear();
@@ -334,6 +366,9 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
     /// Releases `span` from the pool; every table follows the compaction.
     fn release(&mut self, span: Span) {
         self.pool.release(span);
+        for (s, _) in &mut self.args {
+            *s = s.shifted(span);
+        }
         self.open.shift(span);
         self.names.shift(span);
         self.owners.shift(span);
@@ -421,7 +456,38 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
 
     fn remove_open(&mut self, i: usize) {
         if let Some(span) = self.open.remove(&self.pool, i) {
+            self.args.retain(|(s, _)| *s != span);
             self.release(span);
+        }
+    }
+
+    /// Checks a tool call's arguments as TOOL_CALL_ARGS (`closes` false:
+    /// its delta continues them) or TOOL_CALL_END (they must be complete)
+    /// of the tool call open at `i`; the state changes only if it passes.
+    fn tool_args(&mut self, event: &Event<'_>, i: usize, id: JsonStr<'_>, closes: bool) -> VResult {
+        let Some((span, _)) = self.open.get(i) else {
+            return Ok(());
+        };
+        let Some((_, state)) = self.args.iter_mut().find(|(s, _)| *s == span) else {
+            return Ok(());
+        };
+        let mut scan = *state;
+        let result = if closes {
+            scan.finish()
+        } else {
+            feed_text(&mut scan, event.delta().unwrap_or(EMPTY))
+        };
+        match result {
+            Ok(()) => {
+                *state = scan;
+                Ok(())
+            }
+            Err(e) => {
+                self.detail.json = Some(e);
+                let rule = Rule::ToolCallArgs;
+                self.detail
+                    .reject(event, rule, "", [Some(id), None, None, None])
+            }
         }
     }
 
@@ -518,6 +584,9 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
         if tag.is_some() {
             let owner = self.owner_of(owned, id);
             self.check_owner(event, tag, owner, owned.label(), id)?;
+        }
+        if kind == Entity::ToolCall && self.check_args {
+            self.tool_args(event, i, id, closes)?;
         }
         if closes {
             self.remove_open(i);
@@ -964,7 +1033,21 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
             (None, OwnerOf::Forgotten) if !lost.only(None) => None,
             (None, _) => Some(None),
         };
+        if self.check_args && self.args.is_full() {
+            return Err(capacity(Capacity::ToolArgs {
+                capacity: ARGS_CHECKED,
+            }));
+        }
         self.push_open(Open::Entity(Entity::ToolCall), id, None)?;
+        if self.check_args {
+            let opened = self.find_open(Entity::ToolCall, id);
+            if let Some((span, _)) = opened.and_then(|i| self.open.get(i)) {
+                let scan = Scanner::new(Limits {
+                    max_depth: ARGS_DEPTH,
+                });
+                let _ = self.args.push((span, scan));
+            }
+        }
         match owner {
             Some(owner) => self.record_owner(Owned::ToolCall, id, owner, false),
             None if !matches!(existing, OwnerOf::Known(_)) => {
@@ -1018,6 +1101,29 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
             error,
         }
     }
+}
+
+/// Feeds the decoded text of `s` to `scan`, a few bytes at a time.
+fn feed_text(scan: &mut Scanner<1>, s: JsonStr<'_>) -> Result<(), JsonError> {
+    if let Some(plain) = s.as_str() {
+        return scan.feed(plain.as_bytes());
+    }
+    let mut buf = [0u8; 64];
+    let mut n = 0;
+    for c in s.chars() {
+        let mut tmp = [0u8; 4];
+        let bytes = crate::string::encode_wtf8(c, &mut tmp);
+        if n + bytes.len() > buf.len() {
+            scan.feed(buf.get(..n).unwrap_or_default())?;
+            n = 0;
+        }
+        let end = n.saturating_add(bytes.len());
+        if let Some(dst) = buf.get_mut(n..end) {
+            dst.copy_from_slice(bytes);
+            n = end;
+        }
+    }
+    scan.feed(buf.get(..n).unwrap_or_default())
 }
 
 /// The messages of a snapshot or run input that own an id: each with its
@@ -1191,6 +1297,20 @@ impl<const N: usize, const O: usize, const B: usize> fmt::Display for Describe<'
                 f,
                 "Cannot send '{event}': no active subagent found with ID '{a}'. A 'SUBAGENT_STARTED' event must be sent first."
             ),
+            Rule::ToolCallArgs => {
+                write!(f, "Cannot send '{event}' event: the arguments of tool call '{a}' ")?;
+                match v.detail.json {
+                    Some(JsonError {
+                        kind: JsonErrorKind::UnexpectedEnd,
+                        offset,
+                    }) => write!(
+                        f,
+                        "end after {offset} bytes without a complete JSON value."
+                    ),
+                    Some(e) => write!(f, "are not valid JSON: {e}."),
+                    None => f.write_str("are not valid JSON."),
+                }
+            }
             Rule::ThinkingStepActive => f.write_str(
                 "Cannot send 'THINKING_START' event: A thinking step is already in progress. End it with 'THINKING_END' first.",
             ),
