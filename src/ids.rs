@@ -159,6 +159,7 @@ impl<const B: usize> Pool<B> {
             return;
         }
         self.bytes.copy_within(end..used, start);
+        crate::work::add(used.saturating_sub(end));
         self.used = self.used.saturating_sub(span.len);
     }
 

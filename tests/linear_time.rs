@@ -53,4 +53,46 @@ fn work_does_not_depend_on_the_split() {
         assert!(ratio < 1.5, "ratio {ratio}");
         assert!((odd as f64) < 1.5 * whole as f64);
     }
+    // A run ten times as long costs ten times the work, forgotten owner
+    // records, compacted id storage and checked tool-call arguments
+    // included.
+    let per_byte = |calls: usize| {
+        let s = long_run(calls);
+        let mut buf = vec![0u8; 1 << 16];
+        let config = Config::new().check_tool_args(true);
+        let mut p = Pipeline::new(&mut buf, config);
+        let mut sink = |_: &Event<'_>, _: &FrameInfo| {};
+        work::take();
+        for piece in s.chunks(1460) {
+            p.push(piece, &mut sink).unwrap();
+        }
+        assert!(p.finish(&mut sink).unwrap().is_complete());
+        work::take() as f64 / s.len() as f64
+    };
+    let (short, long) = (per_byte(1_000), per_byte(10_000));
+    eprintln!("long runs: work per byte {short:.2} (1,000 tool calls), {long:.2} (10,000)");
+    assert!(long < 1.1 * short, "{long} vs {short}");
+}
+
+/// A run of `calls` tool calls, each with a message, arguments and result.
+fn long_run(calls: usize) -> Vec<u8> {
+    let mut events = vec![common::RUN_STARTED.to_owned()];
+    for i in 0..calls {
+        events.push(common::start(&format!("msg-{i:06}")));
+        events.push(common::end(&format!("msg-{i:06}")));
+        events.push(format!(
+            r#"{{"type":"TOOL_CALL_START","toolCallId":"call-{i:06}","toolCallName":"read","parentMessageId":"msg-{i:06}"}}"#
+        ));
+        events.push(format!(
+            r#"{{"type":"TOOL_CALL_ARGS","toolCallId":"call-{i:06}","delta":"{{\"path\":\"src/{i}.rs\"}}"}}"#
+        ));
+        events.push(format!(
+            r#"{{"type":"TOOL_CALL_END","toolCallId":"call-{i:06}"}}"#
+        ));
+        events.push(format!(
+            r#"{{"type":"TOOL_CALL_RESULT","messageId":"res-{i:06}","toolCallId":"call-{i:06}","content":"ok"}}"#
+        ));
+    }
+    events.push(common::RUN_FINISHED.to_owned());
+    common::sse(&events)
 }

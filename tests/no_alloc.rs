@@ -1,7 +1,8 @@
 //! The library never allocates: a counting global allocator sees zero
 //! allocations while whole streams go through the pipeline (decode,
 //! normalize, verify, encode, violation messages) in both dialects, stopping
-//! at the first violation or monitoring.
+//! at the first violation or monitoring (then checking tool-call arguments
+//! too), long runs that forget owner records included.
 
 mod common;
 
@@ -57,7 +58,8 @@ fn whole_streams_go_through_without_allocating() {
         .iter()
         .map(|p| common::read(p))
         .collect();
-    for case in common::manifest() {
+    let extra = common::manifest_in(&common::extra_dir());
+    for case in common::manifest().into_iter().chain(extra) {
         if case.category != "sse-quirk" {
             streams.push(case.stream());
         }
@@ -80,10 +82,12 @@ fn whole_streams_go_through_without_allocating() {
                 (Policy::Stop, Minting::Deterministic),
                 (Policy::Monitor, Minting::PerRun),
             ] {
+                // Monitoring also checks tool-call arguments.
                 let config = Config::new()
                     .dialect(dialect)
                     .policy(policy)
-                    .minting(minting);
+                    .minting(minting)
+                    .check_tool_args(policy == Policy::Monitor);
                 let mut pipeline = Pipeline::new(&mut frame_buffer, config);
                 // Pushes of 61 bytes: frames span pushes and go through the buffer.
                 let verdict = stream
