@@ -1109,11 +1109,11 @@ fn feed_text(scan: &mut Scanner<1>, s: JsonStr<'_>) -> Result<(), JsonError> {
         return scan.feed(plain.as_bytes());
     }
     let mut buf = [0u8; 64];
-    let mut n = 0;
+    let mut n = 0usize;
     for c in s.chars() {
         let mut tmp = [0u8; 4];
         let bytes = crate::string::encode_wtf8(c, &mut tmp);
-        if n + bytes.len() > buf.len() {
+        if n.saturating_add(bytes.len()) > buf.len() {
             scan.feed(buf.get(..n).unwrap_or_default())?;
             n = 0;
         }
