@@ -176,7 +176,7 @@ enum LaneOwner {
 }
 
 /// Bytes kept for the strings of the last chunk error's message.
-const DETAIL_BYTES: usize = 128;
+const DETAIL_BYTES: usize = 96;
 
 /// Either the normalizer's own error or the downstream consumer's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

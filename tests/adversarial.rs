@@ -760,13 +760,12 @@ fn truncation_at_every_byte_errs_only_in_the_cut_frame() {
                     Err(e) => {
                         assert_eq!(e.frame, cut, "{ctx}: {e:?}");
                         assert_eq!(e.stage, Stage::Sse, "{ctx}: {e:?}");
-                        assert!(
-                            matches!(
-                                e.kind,
-                                ErrorKind::Json(j) if j.kind == JsonErrorKind::UnexpectedEnd
-                            ),
-                            "{ctx}: {e:?}"
-                        );
+                        // A syntax error where the cut text ends (V8 words
+                        // it after what was due there): the offending byte
+                        // is the end, or the frame's first byte for a
+                        // multi-line frame.
+                        assert!(matches!(e.kind, ErrorKind::Json(_)), "{ctx}: {e:?}");
+                        assert!(e.offset <= n as u64, "{ctx}: {e:?}");
                     }
                 }
                 // What was delivered is what the whole stream delivers first.

@@ -132,7 +132,7 @@ fn corpus_is_complete() {
 /// The reference's `verify` and `chunks` messages are stable English that
 /// callers grep for: ours must be the same words, ids included.
 #[test]
-fn verify_and_chunk_messages_match_the_reference_word_for_word() {
+fn verify_chunk_and_json_messages_match_the_reference_word_for_word() {
     use agui_stream::{Config, Event, FrameInfo, Minting, Pipeline, Stage};
     let mut cases = manifest();
     cases.extend(manifest_in(&extra_dir()));
@@ -147,7 +147,12 @@ fn verify_and_chunk_messages_match_the_reference_word_for_word() {
                 .last()
                 .unwrap_or_default()
                 .to_owned();
-            if !last.contains(r#""stage":"verify""#) && !last.contains(r#""stage":"chunks""#) {
+            let stages = [
+                r#""stage":"verify""#,
+                r#""stage":"chunks""#,
+                r#""stage":"sse""#,
+            ];
+            if !stages.iter().any(|s| last.contains(s)) {
                 continue;
             }
             let mut buf = vec![0u8; 1 << 20];
@@ -162,7 +167,10 @@ fn verify_and_chunk_messages_match_the_reference_word_for_word() {
                 .try_for_each(|piece| p.push(piece, &mut sink))
                 .and_then(|()| p.finish(&mut sink).map(|_| ()))
                 .expect_err("the oracle rejected this stream");
-            assert!(matches!(err.stage, Stage::Verify | Stage::Chunks));
+            assert!(matches!(
+                err.stage,
+                Stage::Verify | Stage::Chunks | Stage::Sse
+            ));
             let message = p.message(&err).to_string();
             let units: Vec<u16> = message.encode_utf16().collect();
             let ours = format!(r#""message":{}}}"#, common::canon::js_string(&units));

@@ -107,8 +107,8 @@ fn every_split_of_every_argument_text_gets_the_one_shot_verdict() {
                     let (err, message) = got.expect_err(args);
                     let rule = Rule::ToolCallArgs;
                     // A syntax error stops the delta that makes it; an
-                    // incomplete text, the END.
-                    let event = if e.kind == JsonErrorKind::UnexpectedEnd {
+                    // incomplete text (an error at its end), the END.
+                    let event = if e.offset == args.len() {
                         EventType::ToolCallEnd
                     } else {
                         EventType::ToolCallArgs
@@ -117,7 +117,7 @@ fn every_split_of_every_argument_text_gets_the_one_shot_verdict() {
                     assert_eq!(err.stage, Stage::Verify);
                     assert!(message.contains("tool call 'c1'"), "{message}");
                     let at = if e.kind == JsonErrorKind::UnexpectedEnd {
-                        format!("end after {} bytes", args.len())
+                        format!("after {} bytes", args.len())
                     } else {
                         format!("at position {}", e.offset)
                     };
@@ -139,8 +139,8 @@ fn messages_name_the_tool_call_and_the_place() {
     let (_, m) = run(&call(&["{\"a\":"]), true).unwrap_err();
     assert_eq!(
         m,
-        "Cannot send 'TOOL_CALL_END' event: the arguments of tool call 'c1' end after 5 bytes \
-         without a complete JSON value."
+        "Cannot send 'TOOL_CALL_END' event: the arguments of tool call 'c1' are not one complete \
+         JSON value: Unexpected end of JSON input after 5 bytes."
     );
 }
 
@@ -211,7 +211,10 @@ fn chunk_expanded_calls_are_checked() {
         }
     );
     assert_eq!(e.frame, 3, "the END the run's end synthesizes");
-    assert!(m.contains("end after 8 bytes"), "{m}");
+    assert!(
+        m.ends_with("Expected ',' or '}' after property value in JSON at position 8."),
+        "{m}"
+    );
 }
 
 #[test]

@@ -21,9 +21,11 @@ use core::fmt;
 use crate::string::JsonStr;
 
 mod resume;
+mod v8;
 
 pub(crate) use resume::Scanner;
 pub use resume::Validator;
+pub(crate) use v8::V8Message;
 
 /// The deepest nesting [`validate`] can track; [`Limits::max_depth`] may not
 /// exceed it. Costs `MAX_DEPTH / 8` bytes of stack while validating.
@@ -42,24 +44,49 @@ pub struct JsonError {
     pub offset: usize,
 }
 
-/// The kinds of [`JsonError`]. Messages follow V8's `JSON.parse` wording.
+/// The kinds of [`JsonError`]: V8's `JSON.parse` errors (Node 20), each
+/// found where V8 finds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum JsonErrorKind {
-    /// The text ended inside a value (or was empty).
+    /// The text ended where a value or token was due (or was empty).
     UnexpectedEnd,
-    /// A byte that cannot start or continue a value here.
+    /// A byte that cannot start or continue a value here (V8 shows it with
+    /// the text around it; see [`JsonError`]'s `Display`).
     UnexpectedToken(u8),
+    /// A number where none may be: after a value's leading `0`, or where a
+    /// `:` was due after a later property name.
+    UnexpectedNumber,
+    /// A string where none may be (where a `:` was due after a later
+    /// property name, or right after a literal).
+    UnexpectedString,
+    /// After `{`: neither a property name nor `}`.
+    ExpectedPropertyNameOrBrace,
+    /// After `,` in an object: no property name.
+    ExpectedPropertyName,
+    /// After an object's first property name: no `:`.
+    ExpectedColon,
+    /// After a property value: neither `,` nor `}`.
+    ExpectedCommaOrBrace,
+    /// After an array element: neither `,` nor `]`.
+    ExpectedCommaOrBracket,
     /// A complete value followed by more than whitespace.
     TrailingCharacters,
+    /// The text ended inside a string.
+    UnterminatedString,
     /// A raw control character (U+0000–U+001F) inside a string.
     ControlCharacter,
     /// A backslash followed by something that is not a JSON escape.
     BadEscape,
     /// `\u` not followed by four hex digits.
     BadUnicodeEscape,
-    /// A malformed number (`-`, `01`, `1.`, `1e`).
-    BadNumber,
+    /// `-` not followed by a digit.
+    NoNumberAfterMinus,
+    /// `.` not followed by a digit.
+    UnterminatedFraction,
+    /// `e` (and a sign) not followed by a digit.
+    ExponentMissingNumber,
     /// Nesting deeper than the configured limit. A capacity limit, not a
     /// syntax error: the reference would accept the text.
     TooDeep {
@@ -68,7 +95,49 @@ pub enum JsonErrorKind {
     },
 }
 
+/// V8's error for byte `b` where nothing it can start was due (`None`: the
+/// end of the text).
+pub(crate) const fn unexpected(b: Option<u8>) -> JsonErrorKind {
+    match b {
+        None => JsonErrorKind::UnexpectedEnd,
+        Some(b'-' | b'0'..=b'9') => JsonErrorKind::UnexpectedNumber,
+        Some(b'"') => JsonErrorKind::UnexpectedString,
+        Some(b) => JsonErrorKind::UnexpectedToken(b),
+    }
+}
+
+impl JsonErrorKind {
+    /// V8's message for this kind, without the position (`None` for
+    /// [`UnexpectedToken`](Self::UnexpectedToken), whose message quotes
+    /// the text).
+    pub const fn message(self) -> Option<&'static str> {
+        use JsonErrorKind as K;
+        Some(match self {
+            K::UnexpectedEnd => "Unexpected end of JSON input",
+            K::UnexpectedToken(_) | K::TooDeep { .. } => return None,
+            K::UnexpectedNumber => "Unexpected number in JSON",
+            K::UnexpectedString => "Unexpected string in JSON",
+            K::ExpectedPropertyNameOrBrace => "Expected property name or '}' in JSON",
+            K::ExpectedPropertyName => "Expected double-quoted property name in JSON",
+            K::ExpectedColon => "Expected ':' after property name in JSON",
+            K::ExpectedCommaOrBrace => "Expected ',' or '}' after property value in JSON",
+            K::ExpectedCommaOrBracket => "Expected ',' or ']' after array element in JSON",
+            K::TrailingCharacters => "Unexpected non-whitespace character after JSON",
+            K::UnterminatedString => "Unterminated string in JSON",
+            K::ControlCharacter => "Bad control character in string literal in JSON",
+            K::BadEscape => "Bad escaped character in JSON",
+            K::BadUnicodeEscape => "Bad Unicode escape in JSON",
+            K::NoNumberAfterMinus => "No number after minus sign in JSON",
+            K::UnterminatedFraction => "Unterminated fractional number in JSON",
+            K::ExponentMissingNumber => "Exponent part is missing a number in JSON",
+        })
+    }
+}
+
 impl fmt::Display for JsonError {
+    /// V8's message with a byte position (V8 counts UTF-16 units, and
+    /// quotes the text around an unexpected token: the pipeline's
+    /// `message` does both).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let at = self.offset;
         match self.kind {
@@ -83,25 +152,11 @@ impl fmt::Display for JsonError {
             JsonErrorKind::UnexpectedToken(b) => {
                 write!(f, "Unexpected byte 0x{b:02x} in JSON at position {at}")
             }
-            JsonErrorKind::TrailingCharacters => write!(
-                f,
-                "Unexpected non-whitespace character after JSON at position {at}"
-            ),
-            JsonErrorKind::ControlCharacter => write!(
-                f,
-                "Bad control character in string literal in JSON at position {at}"
-            ),
-            JsonErrorKind::BadEscape => {
-                write!(f, "Bad escaped character in JSON at position {at}")
-            }
-            JsonErrorKind::BadUnicodeEscape => {
-                write!(f, "Bad Unicode escape in JSON at position {at}")
-            }
-            JsonErrorKind::BadNumber => write!(f, "Invalid number in JSON at position {at}"),
             JsonErrorKind::TooDeep { limit } => write!(
                 f,
                 "JSON nesting deeper than the limit of {limit} levels at position {at}"
             ),
+            kind => write!(f, "{} at position {at}", kind.message().unwrap_or_default()),
         }
     }
 }
@@ -324,7 +379,7 @@ fn validate_with<const W: usize>(
                     stack.pop();
                     i += 1;
                 } else if b == b'{' {
-                    i = object_key(src, i)?;
+                    i = object_key(src, i, true)?;
                     continue 'value;
                 } else {
                     continue 'value;
@@ -345,11 +400,10 @@ fn validate_with<const W: usize>(
             };
             i = skip_ws(src, i);
             match src.get(i) {
-                None => return err(JsonErrorKind::UnexpectedEnd, i),
                 Some(b',') => {
                     i = skip_ws(src, i + 1);
                     if in_object {
-                        i = object_key(src, i)?;
+                        i = object_key(src, i, false)?;
                     }
                     continue 'value;
                 }
@@ -361,7 +415,8 @@ fn validate_with<const W: usize>(
                     stack.pop();
                     i += 1;
                 }
-                Some(&other) => return err(JsonErrorKind::UnexpectedToken(other), i),
+                _ if in_object => return err(JsonErrorKind::ExpectedCommaOrBrace, i),
+                _ => return err(JsonErrorKind::ExpectedCommaOrBracket, i),
             }
         }
     }
@@ -369,35 +424,29 @@ fn validate_with<const W: usize>(
     Ok(i)
 }
 
-/// Parses `"key"` `:` at `i`; returns the position of the value after the
-/// colon.
+/// Parses `"key"` `:` at `i` (the object's `first` key, or one after a
+/// comma); returns the position of the value after the colon.
 #[inline(always)]
-fn object_key(src: &[u8], i: usize) -> Result<usize, JsonError> {
-    match src.get(i) {
-        Some(b'"') => {}
-        Some(&other) => {
-            return Err(JsonError {
-                kind: JsonErrorKind::UnexpectedToken(other),
-                offset: i,
-            });
-        }
-        None => {
-            return Err(JsonError {
-                kind: JsonErrorKind::UnexpectedEnd,
-                offset: i,
-            });
-        }
+fn object_key(src: &[u8], i: usize, first: bool) -> Result<usize, JsonError> {
+    if src.get(i) != Some(&b'"') {
+        let kind = if first {
+            JsonErrorKind::ExpectedPropertyNameOrBrace
+        } else {
+            JsonErrorKind::ExpectedPropertyName
+        };
+        return Err(JsonError { kind, offset: i });
     }
     let end = string_end(src, i)?;
     let i = skip_ws(src, end);
     match src.get(i) {
         Some(b':') => Ok(skip_ws(src, i + 1)),
-        Some(&other) => Err(JsonError {
-            kind: JsonErrorKind::UnexpectedToken(other),
+        // V8 words the first key's missing colon, not a later one's.
+        _ if first => Err(JsonError {
+            kind: JsonErrorKind::ExpectedColon,
             offset: i,
         }),
-        None => Err(JsonError {
-            kind: JsonErrorKind::UnexpectedEnd,
+        b => Err(JsonError {
+            kind: unexpected(b.copied()),
             offset: i,
         }),
     }
@@ -407,15 +456,9 @@ fn literal(src: &[u8], i: usize, word: &[u8]) -> Result<usize, JsonError> {
     for (k, &w) in word.iter().enumerate() {
         match src.get(i + k) {
             Some(&b) if b == w => {}
-            Some(&b) => {
+            b => {
                 return Err(JsonError {
-                    kind: JsonErrorKind::UnexpectedToken(b),
-                    offset: i + k,
-                });
-            }
-            None => {
-                return Err(JsonError {
-                    kind: JsonErrorKind::UnexpectedEnd,
+                    kind: unexpected(b.copied()),
                     offset: i + k,
                 });
             }
@@ -446,7 +489,7 @@ fn string_end_from(src: &[u8], mut j: usize) -> Result<usize, JsonError> {
         match src.get(j) {
             None => {
                 return Err(JsonError {
-                    kind: JsonErrorKind::UnexpectedEnd,
+                    kind: JsonErrorKind::UnterminatedString,
                     offset: src.len(),
                 });
             }
@@ -470,7 +513,7 @@ fn string_end_from(src: &[u8], mut j: usize) -> Result<usize, JsonError> {
                         Some(b) if b.is_ascii_hexdigit() => {}
                         None => {
                             return Err(JsonError {
-                                kind: JsonErrorKind::UnexpectedEnd,
+                                kind: JsonErrorKind::BadUnicodeEscape,
                                 offset: src.len(),
                             });
                         }
@@ -522,29 +565,25 @@ fn digits_end(src: &[u8], mut i: usize) -> usize {
 
 /// Validates the number starting at `i`; returns the position after it.
 fn number_end(src: &[u8], start: usize) -> Result<usize, JsonError> {
-    let bad = |offset| {
-        Err(JsonError {
-            kind: if offset >= src.len() {
-                JsonErrorKind::UnexpectedEnd
-            } else {
-                JsonErrorKind::BadNumber
-            },
-            offset,
-        })
-    };
+    let bad = |kind, offset| Err(JsonError { kind, offset });
     let mut i = start;
     if src.get(i) == Some(&b'-') {
         i += 1;
     }
     match src.get(i) {
-        Some(b'0') => i += 1,
+        Some(b'0') => {
+            i += 1;
+            if src.get(i).is_some_and(u8::is_ascii_digit) {
+                return bad(JsonErrorKind::UnexpectedNumber, i);
+            }
+        }
         Some(b'1'..=b'9') => i = digits_end(src, i + 1),
-        _ => return bad(i),
+        _ => return bad(JsonErrorKind::NoNumberAfterMinus, i),
     }
     if src.get(i) == Some(&b'.') {
         let j = digits_end(src, i + 1);
         if j == i + 1 {
-            return bad(j);
+            return bad(JsonErrorKind::UnterminatedFraction, j);
         }
         i = j;
     }
@@ -555,7 +594,7 @@ fn number_end(src: &[u8], start: usize) -> Result<usize, JsonError> {
         }
         let j = digits_end(src, i);
         if j == i {
-            return bad(j);
+            return bad(JsonErrorKind::ExponentMissingNumber, j);
         }
         i = j;
     }
@@ -1055,7 +1094,7 @@ mod tests {
         let e = validate(b"", Limits::new()).unwrap_err();
         assert_eq!(e.kind, JsonErrorKind::UnexpectedEnd);
         let e = validate(b"[01]", Limits::new()).unwrap_err();
-        assert_eq!(e.kind, JsonErrorKind::UnexpectedToken(b'1'));
+        assert_eq!((e.kind, e.offset), (JsonErrorKind::UnexpectedNumber, 2));
     }
 
     #[test]

@@ -8,7 +8,9 @@
 //! once; the one-shot validator stays the fast path for text that is
 //! whole.
 
-use super::{JsonError, JsonErrorKind, Limits, digits_end, is_ws, skip_ws, special_byte};
+use super::{
+    JsonError, JsonErrorKind, Limits, digits_end, is_ws, skip_ws, special_byte, unexpected,
+};
 
 /// A JSON text validated piece by piece (RFC 8259, as `JSON.parse` accepts
 /// it): [`feed`](Self::feed) each piece, then [`finish`](Self::finish).
@@ -59,18 +61,26 @@ enum State {
     ObjectFirst,
     /// After `,` in an object: a key.
     Key,
-    /// After a key: `:`.
-    Colon,
+    /// After a key (the object's first if `first`): `:`.
+    Colon { first: bool },
     /// After a value inside a container: `,` or its closer.
     AfterValue,
-    /// Inside a string (an object key if `key`).
-    Str { key: bool, escape: Escape },
+    /// Inside a string: a value or a key.
+    Str { of: StrOf, escape: Escape },
     /// Inside `true`, `false` or `null`, `matched` bytes in.
     Literal { word: Word, matched: u8 },
     /// Inside a number.
     Number(NumberPart),
     /// The root value is complete: only whitespace may follow.
     Done,
+}
+
+/// What a string is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StrOf {
+    Value,
+    FirstKey,
+    LaterKey,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -205,11 +215,37 @@ impl<const W: usize> Scanner<W> {
     }
 
     pub(crate) fn finish(&self) -> Result<(), JsonError> {
+        use JsonErrorKind as K;
         if self.is_complete() {
             return Ok(());
         }
+        // What V8 says where the text ends.
+        let kind = match self.state {
+            State::ObjectFirst => K::ExpectedPropertyNameOrBrace,
+            State::Key => K::ExpectedPropertyName,
+            State::Colon { first: true } => K::ExpectedColon,
+            State::AfterValue | State::Number(_) if self.depth > 0 => match self.state {
+                State::Number(NumberPart::Minus) => K::NoNumberAfterMinus,
+                State::Number(NumberPart::Dot) => K::UnterminatedFraction,
+                State::Number(NumberPart::Exp | NumberPart::ExpSign) => K::ExponentMissingNumber,
+                _ if self.top_is_object() => K::ExpectedCommaOrBrace,
+                _ => K::ExpectedCommaOrBracket,
+            },
+            State::Number(NumberPart::Minus) => K::NoNumberAfterMinus,
+            State::Number(NumberPart::Dot) => K::UnterminatedFraction,
+            State::Number(NumberPart::Exp | NumberPart::ExpSign) => K::ExponentMissingNumber,
+            State::Str {
+                escape: Escape::None,
+                ..
+            } => K::UnterminatedString,
+            State::Str {
+                escape: Escape::Hex(_),
+                ..
+            } => K::BadUnicodeEscape,
+            _ => K::UnexpectedEnd,
+        };
         Err(JsonError {
-            kind: JsonErrorKind::UnexpectedEnd,
+            kind,
             offset: self.offset,
         })
     }
@@ -256,13 +292,12 @@ impl<const W: usize> Scanner<W> {
         let Some(&b) = piece.get(i) else {
             return Ok(i);
         };
-        let token = |b: u8| (JsonErrorKind::UnexpectedToken(b), i);
         match self.state {
             State::Value
             | State::ArrayFirst
             | State::ObjectFirst
             | State::Key
-            | State::Colon
+            | State::Colon { .. }
             | State::AfterValue
             | State::Done
                 if is_ws(b) =>
@@ -280,21 +315,32 @@ impl<const W: usize> Scanner<W> {
                     return Ok(i);
                 }
             }
-            State::ObjectFirst | State::Key => match b {
-                b'}' if self.state == State::ObjectFirst => {
-                    self.depth -= 1;
-                    self.state = self.after_value();
-                }
-                b'"' => {
-                    self.state = State::Str {
-                        key: true,
-                        escape: Escape::None,
+            State::ObjectFirst | State::Key => {
+                let first = self.state == State::ObjectFirst;
+                match b {
+                    b'}' if first => {
+                        self.depth -= 1;
+                        self.state = self.after_value();
                     }
+                    b'"' => {
+                        let of = if first {
+                            StrOf::FirstKey
+                        } else {
+                            StrOf::LaterKey
+                        };
+                        self.state = State::Str {
+                            of,
+                            escape: Escape::None,
+                        }
+                    }
+                    _ if first => return Err((JsonErrorKind::ExpectedPropertyNameOrBrace, i)),
+                    _ => return Err((JsonErrorKind::ExpectedPropertyName, i)),
                 }
-                _ => return Err(token(b)),
-            },
-            State::Colon if b == b':' => self.state = State::Value,
-            State::Colon => return Err(token(b)),
+            }
+            State::Colon { .. } if b == b':' => self.state = State::Value,
+            // V8 words the first key's missing colon, not a later one's.
+            State::Colon { first: true } => return Err((JsonErrorKind::ExpectedColon, i)),
+            State::Colon { first: false } => return Err((unexpected(Some(b)), i)),
             State::AfterValue => {
                 let object = self.top_is_object();
                 match b {
@@ -308,15 +354,16 @@ impl<const W: usize> Scanner<W> {
                         self.depth -= 1;
                         self.state = self.after_value();
                     }
-                    _ => return Err(token(b)),
+                    _ if object => return Err((JsonErrorKind::ExpectedCommaOrBrace, i)),
+                    _ => return Err((JsonErrorKind::ExpectedCommaOrBracket, i)),
                 }
             }
             State::Done => return Err((JsonErrorKind::TrailingCharacters, i)),
-            State::Str { key, escape } => return self.string(piece, i, key, escape),
+            State::Str { of, escape } => return self.string(piece, i, of, escape),
             State::Literal { word, matched } => {
                 let bytes = word.bytes();
                 if bytes.get(usize::from(matched)) != Some(&b) {
-                    return Err(token(b));
+                    return Err((unexpected(Some(b)), i));
                 }
                 let matched = matched + 1;
                 self.state = if usize::from(matched) == bytes.len() {
@@ -356,7 +403,7 @@ impl<const W: usize> Scanner<W> {
                 }
             }
             b'"' => State::Str {
-                key: false,
+                of: StrOf::Value,
                 escape: Escape::None,
             },
             b't' => literal(Word::True),
@@ -374,7 +421,7 @@ impl<const W: usize> Scanner<W> {
         &mut self,
         piece: &[u8],
         i: usize,
-        key: bool,
+        of: StrOf,
         escape: Escape,
     ) -> Result<usize, (JsonErrorKind, usize)> {
         let Some(&b) = piece.get(i) else {
@@ -387,16 +434,16 @@ impl<const W: usize> Scanner<W> {
                 match piece.get(j) {
                     None => return Ok(j),
                     Some(b'"') => {
-                        self.state = if key {
-                            State::Colon
-                        } else {
-                            self.after_value()
+                        self.state = match of {
+                            StrOf::Value => self.after_value(),
+                            StrOf::FirstKey => State::Colon { first: true },
+                            StrOf::LaterKey => State::Colon { first: false },
                         };
                         return Ok(j + 1);
                     }
                     Some(b'\\') => {
                         self.state = State::Str {
-                            key,
+                            of,
                             escape: Escape::Backslash,
                         };
                         return Ok(j + 1);
@@ -418,7 +465,7 @@ impl<const W: usize> Scanner<W> {
             }
             Escape::Hex(_) => return Err((JsonErrorKind::BadUnicodeEscape, i)),
         };
-        self.state = State::Str { key, escape };
+        self.state = State::Str { of, escape };
         Ok(i + 1)
     }
 
@@ -435,6 +482,7 @@ impl<const W: usize> Scanner<W> {
         };
         let digit = b.is_ascii_digit();
         let next = match (part, b) {
+            (P::Zero, _) if digit => return Err((JsonErrorKind::UnexpectedNumber, i)),
             (P::Minus, b'0') => P::Zero,
             (P::Minus, b'1'..=b'9') => P::Int,
             (P::Int | P::Frac | P::ExpDigits, _) if digit => {
@@ -451,7 +499,9 @@ impl<const W: usize> Scanner<W> {
                 self.state = self.after_value();
                 return Ok(i);
             }
-            _ => return Err((JsonErrorKind::BadNumber, i)),
+            (P::Minus, _) => return Err((JsonErrorKind::NoNumberAfterMinus, i)),
+            (P::Dot, _) => return Err((JsonErrorKind::UnterminatedFraction, i)),
+            _ => return Err((JsonErrorKind::ExponentMissingNumber, i)),
         };
         self.state = State::Number(next);
         Ok(i + 1)

@@ -148,7 +148,7 @@ pub enum RunPhase {
 const PARENT: &str = "(the parent agent)";
 
 /// Bytes kept for the strings of the last violation's message.
-const DETAIL_BYTES: usize = 160;
+const DETAIL_BYTES: usize = 128;
 
 /// The strings an error message needs, copied while the event exists.
 #[derive(Clone, Debug)]
@@ -1298,17 +1298,17 @@ impl<const N: usize, const O: usize, const B: usize> fmt::Display for Describe<'
                 "Cannot send '{event}': no active subagent found with ID '{a}'. A 'SUBAGENT_STARTED' event must be sent first."
             ),
             Rule::ToolCallArgs => {
-                write!(f, "Cannot send '{event}' event: the arguments of tool call '{a}' ")?;
+                write!(f, "Cannot send '{event}' event: the arguments of tool call '{a}' are not ")?;
                 match v.detail.json {
-                    Some(JsonError {
-                        kind: JsonErrorKind::UnexpectedEnd,
-                        offset,
-                    }) => write!(
-                        f,
-                        "end after {offset} bytes without a complete JSON value."
-                    ),
-                    Some(e) => write!(f, "are not valid JSON: {e}."),
-                    None => f.write_str("are not valid JSON."),
+                    Some(e) if event == EventType::ToolCallEnd => {
+                        write!(f, "one complete JSON value: {e}")?;
+                        if e.kind == JsonErrorKind::UnexpectedEnd {
+                            write!(f, " after {} bytes", e.offset)?;
+                        }
+                        f.write_str(".")
+                    }
+                    Some(e) => write!(f, "valid JSON: {e}."),
+                    None => f.write_str("valid JSON."),
                 }
             }
             Rule::ThinkingStepActive => f.write_str(
