@@ -311,7 +311,8 @@ impl<K: Copy> Slot<K> {
     }
 }
 
-/// Slots of the hash index (a power of two).
+/// Slots of the hash index (a power of two, at most 2^16: a slot is chosen
+/// by the low bits of the hash the table keeps).
 const INDEX_SLOTS: usize = 64;
 /// Largest table that keeps an index: the index is at most half full.
 pub(crate) const INDEXED_CAPACITY: usize = INDEX_SLOTS / 2;
@@ -449,14 +450,14 @@ impl<K: Copy + PartialEq, const N: usize> IdTable<K, N> {
         }
     }
 
-    /// Rebuilds the index after positions changed.
-    fn reindex<const B: usize>(&mut self, pool: &Pool<B>) {
+    /// Rebuilds the index after positions changed (a slot depends only on
+    /// a hash's low bits, which the table keeps).
+    fn reindex(&mut self) {
         if Self::INDEXED {
             self.index = [NO_ENTRY; INDEX_SLOTS];
-            for i in 0..self.ids.len() {
-                if let Some(s) = self.ids.get(i) {
-                    let hash = pool.text(s.span).text_hash();
-                    self.index_entry(i, hash);
+            for i in 0..self.hashes.len() {
+                if let Some(&low) = self.hashes.get(i) {
+                    self.index_entry(i, u32::from(low));
                 }
             }
         }
@@ -465,13 +466,13 @@ impl<K: Copy + PartialEq, const N: usize> IdTable<K, N> {
     /// Removes the entry at `i`, keeping the others in order; returns its
     /// span, which the caller releases from the pool.
     #[must_use]
-    pub(crate) fn remove<const B: usize>(&mut self, pool: &Pool<B>, i: usize) -> Option<Span> {
+    pub(crate) fn remove(&mut self, i: usize) -> Option<Span> {
         if i >= self.ids.len() || i >= self.hashes.len() {
             return None;
         }
         let slot = self.ids.remove(i);
         self.hashes.remove(i);
-        self.reindex(pool);
+        self.reindex();
         Some(slot.span)
     }
 
@@ -547,7 +548,7 @@ mod tests {
         assert_eq!(t.push(&mut pool, text(b"c"), e), Err(Full::Entries));
         assert_eq!(t.find(&pool, 0, text(br"\u0062")), Some(1));
         assert_eq!(t.find(&pool, 1, text(b"b")), None);
-        let freed = t.remove(&pool, 0).unwrap();
+        let freed = t.remove(0).unwrap();
         pool.release(freed);
         t.shift(freed);
         assert_eq!(t.find(&pool, 0, text(b"b")), Some(0));
@@ -592,7 +593,7 @@ mod tests {
                 }
                 5 | 6 if !model.is_empty() => {
                     let i = next(model.len());
-                    let freed = t.remove(&pool, i).unwrap();
+                    let freed = t.remove(i).unwrap();
                     pool.release(freed);
                     t.shift(freed);
                     model.remove(i);

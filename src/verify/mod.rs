@@ -455,7 +455,7 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
     }
 
     fn remove_open(&mut self, i: usize) {
-        if let Some(span) = self.open.remove(&self.pool, i) {
+        if let Some(span) = self.open.remove(i) {
             self.args.retain(|(s, _)| *s != span);
             self.release(span);
         }
