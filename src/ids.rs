@@ -25,20 +25,16 @@ pub(crate) struct Span {
 }
 
 impl Span {
-    pub(crate) const fn len(self) -> usize {
-        self.len as usize
+    pub(crate) const fn new(start: u16, len: u16) -> Self {
+        Span { start, len }
     }
 
-    /// The `len` bytes at `offset` inside this span.
-    pub(crate) fn part(self, offset: u16, len: u16) -> Span {
-        let start = self.start.saturating_add(offset);
-        let end = start
-            .saturating_add(len)
-            .min(self.start.saturating_add(self.len));
-        Span {
-            start,
-            len: end.saturating_sub(start),
-        }
+    pub(crate) const fn start(self) -> u16 {
+        self.start
+    }
+
+    pub(crate) const fn len(self) -> usize {
+        self.len as usize
     }
 
     /// The same string after `freed` was released from its pool.

@@ -124,10 +124,11 @@ struct Lane {
     kind: LaneKind,
     /// Text: index into `TEXT_ROLES`.
     role: u8,
-    block: Span,
-    /// Length of each string in the block; 0 for an absent one (a present
-    /// one has its quotes).
-    lens: [u16; 4],
+    /// Where each string starts in the pool, and its length (0 for an
+    /// absent one: a present one has its quotes). The pool is smaller than
+    /// 256 bytes.
+    starts: [u16; 4],
+    lens: [u8; 4],
 }
 
 /// The strings of a [`Lane`], in block order.
@@ -143,25 +144,42 @@ enum Part {
 }
 
 impl Lane {
-    /// String `part` as JSON.
-    fn json<'p, const B: usize>(&self, pool: &'p Pool<B>, part: Part) -> Option<RawJson<'p>> {
-        Some(RawJson::trusted(pool.bytes(self.stored(part)?)))
-    }
-
-    fn text<'p, const B: usize>(&self, pool: &'p Pool<B>, part: Part) -> Option<JsonStr<'p>> {
-        self.json(pool, part).and_then(|j| j.as_str())
+    fn has(&self, part: Part) -> bool {
+        self.lens.get(part as usize).is_some_and(|&l| l != 0)
     }
 
     /// Where string `part` lies in the pool.
     fn stored(&self, part: Part) -> Option<Span> {
         let k = part as usize;
         let len = *self.lens.get(k).filter(|&&l| l != 0)?;
-        let start: u16 = self
+        Some(Span::new(*self.starts.get(k)?, u16::from(len)))
+    }
+
+    /// The lane's whole block.
+    fn block(&self) -> Span {
+        let len = self
             .lens
             .iter()
-            .take(k)
-            .fold(0, |a, &l| a.saturating_add(l));
-        Some(self.block.part(start, len))
+            .fold(0u16, |a, &l| a.saturating_add(u16::from(l)));
+        Span::new(self.starts.first().copied().unwrap_or(0), len)
+    }
+
+    /// String `part` as JSON.
+    fn json<'p, const B: usize>(&self, pool: &'p Pool<B>, part: Part) -> Option<RawJson<'p>> {
+        Some(RawJson::trusted(pool.bytes(self.stored(part)?)))
+    }
+
+    fn text<'p, const B: usize>(&self, pool: &'p Pool<B>, part: Part) -> Option<JsonStr<'p>> {
+        let quoted = pool.bytes(self.stored(part)?);
+        let inner = quoted.get(1..quoted.len().saturating_sub(1))?;
+        Some(JsonStr::from_escaped(inner))
+    }
+
+    /// Follows the pool's compaction after `freed` was released.
+    fn shift(&mut self, freed: Span) {
+        for start in &mut self.starts {
+            *start = Span::new(*start, 0).shifted(freed).start();
+        }
     }
 }
 
@@ -188,11 +206,11 @@ pub enum Stop<E> {
 }
 
 /// The chunk normalizer: at most `LANES` lanes, whose ids, owners, names
-/// and parents share `B` bytes.
+/// and parents share `B` bytes (at most 255).
 ///
 /// ```
 /// use agui_stream::{Dialect, EventType, Limits, decode, normalize::Normalizer};
-/// let mut normalizer = Normalizer::<8, 512>::new(Dialect::V1);
+/// let mut normalizer = Normalizer::<8, 224>::new(Dialect::V1);
 /// let chunk = br#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"m","delta":"hi"}"#;
 /// let event = decode(chunk, Dialect::V1, Limits::new()).unwrap().unwrap();
 /// let mut types = Vec::new();
@@ -213,6 +231,7 @@ pub struct Normalizer<const LANES: usize, const B: usize> {
 impl<const LANES: usize, const B: usize> Normalizer<LANES, B> {
     /// A normalizer with no open lane.
     pub const fn new(dialect: Dialect) -> Self {
+        const { assert!(B < 256, "lane strings are indexed by u8 lengths") };
         Normalizer {
             dialect,
             pool: Pool::new(),
@@ -227,9 +246,14 @@ impl<const LANES: usize, const B: usize> Normalizer<LANES, B> {
     }
 
     fn lane(&self, owner: Option<JsonStr<'_>>) -> Option<usize> {
-        self.lanes
-            .iter()
-            .position(|l| l.text(&self.pool, Part::Owner) == owner)
+        match owner {
+            // The parent's lane, the usual case: no string to compare.
+            None => self.lanes.iter().position(|l| !l.has(Part::Owner)),
+            Some(_) => self
+                .lanes
+                .iter()
+                .position(|l| l.text(&self.pool, Part::Owner) == owner),
+        }
     }
 
     /// Emits the END of lane `i` and removes it.
@@ -247,7 +271,7 @@ impl<const LANES: usize, const B: usize> Normalizer<LANES, B> {
         end.set(lane.kind.id_key(), lane.json(&self.pool, Part::Id));
         end.set(Key::SubagentRunId, lane.json(&self.pool, Part::Owner));
         let emitted = emit(&end).map_err(Stop::Downstream);
-        self.release(lane.block);
+        self.release(lane.block());
         emitted
     }
 
@@ -255,7 +279,7 @@ impl<const LANES: usize, const B: usize> Normalizer<LANES, B> {
     fn release(&mut self, block: Span) {
         self.pool.release(block);
         for lane in &mut self.lanes {
-            lane.block = lane.block.shifted(block);
+            lane.shift(block);
         }
     }
 
@@ -362,7 +386,7 @@ impl<const LANES: usize, const B: usize> Normalizer<LANES, B> {
         if self
             .lanes
             .iter()
-            .any(|l| l.stored(Part::Owner).is_none() && l.kind == kind)
+            .any(|l| !l.has(Part::Owner) && l.kind == kind)
         {
             return Ok(LaneOwner::Tag);
         }
@@ -443,7 +467,7 @@ impl<const LANES: usize, const B: usize> Normalizer<LANES, B> {
                 LaneOwner::Tag => None,
             };
             let mut pieces = heapless::Vec::<Piece<'_>, 10>::new();
-            let mut lens = [0; 4];
+            let mut lens = [0u8; 4];
             let strs = [
                 Some(id.raw()),
                 None,
@@ -476,24 +500,30 @@ impl<const LANES: usize, const B: usize> Normalizer<LANES, B> {
                     }
                     (_, None) => continue,
                 };
-                *len = u16::try_from(piece_len).unwrap_or(0);
+                *len = u8::try_from(piece_len).unwrap_or(0);
             }
             let full = Stop::Chunk(ChunkError::Capacity(Capacity::IdBytes { capacity: B }));
-            let mut block = self.pool.alloc_pieces(&pieces).map_err(|_| full)?;
-            if let Some(old) = at.and_then(|i| self.lanes.get(i)).map(|l| l.block) {
+            let block = self.pool.alloc_pieces(&pieces).map_err(|_| full)?;
+            let mut starts = [0u16; 4];
+            let mut at_byte = block.start();
+            for (start, &len) in starts.iter_mut().zip(&lens) {
+                *start = at_byte;
+                at_byte = at_byte.saturating_add(u16::from(len));
+            }
+            let mut lane = Lane {
+                kind,
+                role,
+                starts,
+                lens,
+            };
+            if let Some(old) = at.and_then(|i| self.lanes.get(i)).map(Lane::block) {
                 let closed = at.map_or(Ok(()), |i| self.close(i, emit));
-                block = block.shifted(old);
+                lane.shift(old);
                 if let Err(e) = closed {
-                    self.pool.release(block);
+                    self.pool.release(lane.block());
                     return Err(e);
                 }
             }
-            let lane = Lane {
-                kind,
-                role,
-                block,
-                lens,
-            };
             self.lanes
                 .push(lane)
                 .map_err(|_| Stop::Chunk(ChunkError::Capacity(Capacity::Lanes)))?;

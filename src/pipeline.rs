@@ -534,6 +534,36 @@ mod tests {
         assert!(small <= 2560, "{small}");
     }
 
+    /// What the default id storage holds, as README says.
+    #[test]
+    fn default_id_storage_holds_32_uuids_or_18_long_ids() {
+        for (len, fits) in [(36, 32), (64, 18)] {
+            let mut stream = std::string::String::from(
+                "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n",
+            );
+            for i in 0..=fits {
+                let id = std::format!("{i:0len$}");
+                stream.push_str(&std::format!(
+                    "data: {{\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"{id}\"}}\n\n"
+                ));
+            }
+            let mut buf = [0u8; 0];
+            let mut p = Pipeline::new(&mut buf, Config::new());
+            let e = p
+                .push(stream.as_bytes(), &mut |_: &Event<'_>, _: &FrameInfo| {})
+                .unwrap_err();
+            let full = if fits == 32 {
+                Capacity::OpenIds
+            } else {
+                Capacity::IdBytes { capacity: 1152 }
+            };
+            assert_eq!(
+                (e.kind, e.frame),
+                (ErrorKind::Capacity(full), fits as u64 + 1)
+            );
+        }
+    }
+
     #[test]
     fn errors_are_sticky_and_carry_frame_and_offset() {
         let mut buf = [0u8; 64];

@@ -293,6 +293,37 @@ mod tests {
         assert_eq!(lost.single(), None);
     }
 
+    /// The share of fresh ids the filter takes for forgotten ones, after
+    /// `n` were forgotten (the README quotes these).
+    #[test]
+    #[cfg_attr(miri, ignore = "tens of thousands of lookups")]
+    fn the_filter_mistakes_few_fresh_ids_for_forgotten_ones() {
+        extern crate std;
+        use std::format;
+        let rate = |n: usize| {
+            let mut owners = Owners::<1>::new();
+            for i in 0..n {
+                let id = format!("call_{i:08}");
+                owners.forget(Owned::ToolCall, text(id.as_bytes()), &[None]);
+            }
+            let pool = Pool::<0>::new();
+            let probes = 20_000;
+            let hits = (0..probes)
+                .filter(|i| {
+                    let id = format!("fresh-{i}");
+                    owners.owner_of(&pool, Owned::ToolCall, text(id.as_bytes()))
+                        == OwnerOf::Forgotten
+                })
+                .count();
+            hits as f64 / probes as f64
+        };
+        let (r100, r900) = (rate(100), rate(900));
+        std::println!("filter: {r100:.3} of fresh ids after 100 forgotten, {r900:.3} after 900");
+        assert!(r100 < 0.05, "{r100}");
+        assert!((0.5..0.85).contains(&r900), "{r900}");
+        assert_eq!(rate(0), 0.0);
+    }
+
     #[test]
     fn an_evicted_record_is_forgotten_not_unknown() {
         let mut pool = Pool::<64>::new();
