@@ -50,23 +50,6 @@ impl Span {
     }
 }
 
-/// Part of a string to store: bytes from elsewhere, or a span of the same
-/// pool.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Piece<'a> {
-    Bytes(&'a [u8]),
-    Stored(Span),
-}
-
-impl Piece<'_> {
-    fn len(&self) -> usize {
-        match self {
-            Piece::Bytes(b) => b.len(),
-            Piece::Stored(s) => s.len(),
-        }
-    }
-}
-
 /// `B` bytes of strings, stored back to back in allocation order.
 #[derive(Clone, Debug)]
 pub(crate) struct Pool<const B: usize> {
@@ -106,35 +89,6 @@ impl<const B: usize> Pool<B> {
             at = end;
         }
         // `len` ≤ free space < 2^16.
-        let len = u16::try_from(len).map_err(|_| Full::Bytes)?;
-        self.used = start.saturating_add(len);
-        Ok(Span { start, len })
-    }
-
-    /// Copies `pieces` (concatenated) to the end of the pool; a
-    /// [`Piece::Stored`] copies bytes already in it.
-    pub(crate) fn alloc_pieces(&mut self, pieces: &[Piece<'_>]) -> Result<Span, Full> {
-        let len: usize = pieces.iter().map(Piece::len).sum();
-        if len > self.free() {
-            return Err(Full::Bytes);
-        }
-        let start = self.used;
-        let mut at = usize::from(start);
-        for piece in pieces {
-            let end = at.saturating_add(piece.len());
-            match *piece {
-                Piece::Bytes(bytes) => {
-                    let dst = self.bytes.get_mut(at..end).ok_or(Full::Bytes)?;
-                    dst.copy_from_slice(bytes);
-                }
-                Piece::Stored(span) => {
-                    let from = usize::from(span.start);
-                    self.bytes
-                        .copy_within(from..from.saturating_add(span.len()), at);
-                }
-            }
-            at = end;
-        }
         let len = u16::try_from(len).map_err(|_| Full::Bytes)?;
         self.used = start.saturating_add(len);
         Ok(Span { start, len })
@@ -510,10 +464,8 @@ mod tests {
         let mut pool = Pool::<16>::new();
         let a = pool.alloc_text(text(br"a\u0062")).unwrap();
         assert!(pool.text(a).eq_str("ab"));
-        let b = pool
-            .alloc_pieces(&[Piece::Bytes(b"\""), Piece::Stored(a), Piece::Bytes(b"\"")])
-            .unwrap();
-        assert_eq!(pool.bytes(b), br#""a\u0062""#);
+        let b = pool.alloc(&[b"\"", b"x", b"\""]).unwrap();
+        assert_eq!(pool.bytes(b), br#""x""#);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use core::fmt;
 use crate::capacity::Capacity;
 use crate::event::Event;
 use crate::event_type::{EventType, Key};
-use crate::ids::{Kept, Piece, Pool, Span};
+use crate::ids::{Kept, Pool, Span};
 use crate::json::RawJson;
 use crate::schema::Dialect;
 use crate::string::JsonStr;
@@ -461,69 +461,72 @@ impl<const LANES: usize, const B: usize> Normalizer<LANES, B> {
                 return Err(Stop::Chunk(ChunkError::Capacity(Capacity::Lanes)));
             }
             // The new lane's strings, quoted, in block order. A lane keyed
-            // by this owner is closed below, so its owner is copied first.
-            let owner = match resolved {
-                LaneOwner::OfLane(i) => self.lanes.get(i).and_then(|l| l.stored(Part::Owner)),
+            // by this owner is closed first (its bytes come back), so its
+            // owner is copied out of the pool before that.
+            let mut owner_copy = [0u8; B];
+            let owner: Option<&[u8]> = match resolved {
+                LaneOwner::OfLane(i) => {
+                    let stored = self.lanes.get(i).and_then(|l| l.stored(Part::Owner));
+                    match stored.map(|s| self.pool.bytes(s)) {
+                        Some(bytes) => {
+                            let dst = owner_copy.get_mut(..bytes.len()).unwrap_or_default();
+                            dst.copy_from_slice(bytes);
+                            Some(&*dst)
+                        }
+                        None => None,
+                    }
+                }
                 LaneOwner::Tag => None,
             };
-            let mut pieces = heapless::Vec::<Piece<'_>, 10>::new();
+            let quote: &[u8] = b"\"";
+            // Three pieces (quote, text, quote) for each of the four strings.
+            let mut parts = heapless::Vec::<&[u8], 12>::new();
             let mut lens = [0u8; 4];
             let strs = [
                 Some(id.raw()),
-                None,
+                tag.map(|t| t.raw()).filter(|_| owner.is_none()),
                 name.map(|s| s.raw()),
                 chunk.parent_message_id().map(|s| s.raw()),
             ];
             for (k, (len, s)) in lens.iter_mut().zip(strs).enumerate() {
-                let piece_len = match (k, s) {
-                    (1, _) => match (owner, resolved) {
-                        (Some(span), _) => {
-                            let _ = pieces.push(Piece::Stored(span));
-                            span.len()
-                        }
-                        (None, LaneOwner::Tag) => match tag {
-                            Some(t) => {
-                                for p in [b"\"".as_slice(), t.raw(), b"\""] {
-                                    let _ = pieces.push(Piece::Bytes(p));
-                                }
-                                t.raw().len().saturating_add(2)
-                            }
-                            None => continue,
-                        },
-                        (None, LaneOwner::OfLane(_)) => continue,
-                    },
-                    (_, Some(raw)) => {
-                        for p in [b"\"".as_slice(), raw, b"\""] {
-                            let _ = pieces.push(Piece::Bytes(p));
-                        }
+                let n = match (k, owner, s) {
+                    (1, Some(quoted), _) => {
+                        let _ = parts.push(quoted);
+                        quoted.len()
+                    }
+                    (_, _, Some(raw)) => {
+                        let _ = parts.extend_from_slice(&[quote, raw, quote]);
                         raw.len().saturating_add(2)
                     }
-                    (_, None) => continue,
+                    _ => continue,
                 };
-                *len = u8::try_from(piece_len).unwrap_or(0);
+                *len = u8::try_from(n).unwrap_or(0);
+            }
+            let need: usize = parts.iter().map(|p| p.len()).sum();
+            let freed = at
+                .and_then(|i| self.lanes.get(i))
+                .map_or(0, |l| l.block().len());
+            if need > self.pool.free().saturating_add(freed) {
+                let full = Capacity::IdBytes { capacity: B };
+                return Err(Stop::Chunk(ChunkError::Capacity(full)));
+            }
+            if let Some(i) = at {
+                self.close(i, emit)?;
             }
             let full = Stop::Chunk(ChunkError::Capacity(Capacity::IdBytes { capacity: B }));
-            let block = self.pool.alloc_pieces(&pieces).map_err(|_| full)?;
+            let block = self.pool.alloc(&parts).map_err(|_| full)?;
             let mut starts = [0u16; 4];
             let mut at_byte = block.start();
             for (start, &len) in starts.iter_mut().zip(&lens) {
                 *start = at_byte;
                 at_byte = at_byte.saturating_add(u16::from(len));
             }
-            let mut lane = Lane {
+            let lane = Lane {
                 kind,
                 role,
                 starts,
                 lens,
             };
-            if let Some(old) = at.and_then(|i| self.lanes.get(i)).map(Lane::block) {
-                let closed = at.map_or(Ok(()), |i| self.close(i, emit));
-                lane.shift(old);
-                if let Err(e) = closed {
-                    self.pool.release(lane.block());
-                    return Err(e);
-                }
-            }
             self.lanes
                 .push(lane)
                 .map_err(|_| Stop::Chunk(ChunkError::Capacity(Capacity::Lanes)))?;
@@ -805,6 +808,35 @@ mod tests {
             expand(Dialect::V1, &lanes),
             Err(ChunkError::Capacity(Capacity::Lanes))
         );
+    }
+
+    /// Lanes give their bytes back: after many streams of every shape are
+    /// opened, replaced and closed, the storage is empty again.
+    #[test]
+    fn lane_storage_is_returned() {
+        let mut n = Normalizer::<8, 224>::new(Dialect::V1);
+        let mut feed = |s: std::string::String| {
+            let ev = decode(s.as_bytes(), Dialect::V1, Limits::new())
+                .unwrap()
+                .unwrap();
+            n.process(&ev, |_| Ok::<(), ()>(())).unwrap();
+        };
+        for i in 0..100 {
+            let tag = [
+                "",
+                r#","subagentRunId":"sub-a""#,
+                r#","subagentRunId":"sub-bb""#,
+            ][i % 3];
+            feed(std::format!(
+                r#"{{"type":"TOOL_CALL_CHUNK","toolCallId":"call-{i}","toolCallName":"f{i}","parentMessageId":"msg-{i}"{tag}}}"#
+            ));
+            feed(std::format!(
+                r#"{{"type":"TEXT_MESSAGE_CHUNK","messageId":"m{i}","name":"n"{tag}}}"#
+            ));
+        }
+        feed(r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r"}"#.into());
+        assert_eq!(n.open_lanes(), 0);
+        assert_eq!(n.pool.free(), 224);
     }
 
     /// A failing opener emits nothing, not even the END of the lane it

@@ -1311,6 +1311,22 @@ fn id_bytes_at_and_over_capacity() {
         ErrorKind::Capacity(Capacity::IdBytes { capacity: lane })
     );
     assert_eq!((e.stage, e.frame), (Stage::Chunks, 1));
+    // A chunk that replaces its lane's stream reuses the lane's bytes: a
+    // subagent's tool lane with UUID-sized id, owner and parent takes more
+    // than half the storage, and still switches calls.
+    let uuid = |i: usize| format!("{i:036}");
+    let mut evs = vec![subagent("start", &uuid(0))];
+    for i in 1..=3 {
+        evs.push(format!(
+            r#"{{"type":"TOOL_CALL_CHUNK","toolCallId":"{}","toolCallName":"f","parentMessageId":"{}","subagentRunId":"{}","delta":"{{}}"}}"#,
+            uuid(i),
+            uuid(100 + i),
+            uuid(0)
+        ));
+    }
+    evs.push(subagent("finish", &uuid(0)));
+    let out = run_with::<4, 6, 1024>(&with_run(evs), Config::new(), 1 << 16, 0);
+    assert!(out.ok().is_complete());
 }
 
 #[test]
