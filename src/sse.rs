@@ -88,11 +88,32 @@ pub struct Frame<'a> {
     pub terminated: bool,
     /// Whether `payload` borrows the caller's input directly (zero-copy) or the framer's buffer.
     pub borrowed: bool,
+    /// The payload did not fit the buffer and went, piece by piece, to the
+    /// callback of [`SseFramer::feed_spilling`]; `payload` is empty.
+    pub spilled: bool,
     /// Value of the last `event:` field of this block.
     pub event: SseField<'a>,
     /// The last event ID (persists across frames until changed; an `id` value containing NUL is ignored).
     pub id: SseField<'a>,
 }
+
+/// What [`SseFramer::feed_spilling`] hands its callback when a payload does
+/// not fit the buffer: where it stopped fitting, then its bytes in order
+/// (the data lines' values joined with `\n`), from its first byte on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Spill<'a> {
+    /// A payload starts spilling; it stopped fitting at this stream offset.
+    Begin {
+        /// Stream offset of the first byte that did not fit.
+        offset: u64,
+    },
+    /// The next bytes of the spilling payload.
+    Bytes(&'a [u8]),
+}
+
+/// A spill callback; it returns false to refuse (then the framer reports
+/// [`SseError::FrameTooLarge`]).
+type SpillFn<'s> = dyn FnMut(Spill<'_>) -> bool + 's;
 
 /// A field the framer acts on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,6 +157,8 @@ enum Mode {
     Borrowed { start: usize, end: usize },
     /// At least one data line, joined in `buf[..len]`.
     Buffered,
+    /// The payload outgrew the buffer: its bytes went to the spill callback.
+    Spilled,
 }
 
 /// An inline field value.
@@ -192,6 +215,7 @@ impl Cursor {
 enum Payload {
     Input { start: usize, end: usize },
     Buffer(usize),
+    Spilled,
 }
 
 /// A dispatched frame before it borrows anything.
@@ -333,13 +357,55 @@ impl<'b> SseFramer<'b> {
         input: &'s [u8],
         pos: &mut usize,
     ) -> Result<Option<Frame<'s>>, SseError> {
+        self.feed_spilling(input, pos, &mut |_| false)
+    }
+
+    /// [`feed`](Self::feed), but a payload that does not fit the buffer is
+    /// handed to `spill` as it arrives instead of failing: first
+    /// [`Spill::Begin`], then its bytes from the first one on, then the
+    /// frame is dispatched with [`Frame::spilled`] set and an empty
+    /// payload. The frame buffer stays a performance knob, not a limit.
+    ///
+    /// ```
+    /// use agui_stream::sse::{Spill, SseFramer};
+    /// let mut buf = [0u8; 4];
+    /// let mut framer = SseFramer::new(&mut buf);
+    /// let mut spilled = Vec::new();
+    /// let mut frames = 0;
+    /// for push in [&b"data: {\"a\""[..], b":1}\ndata: 2\n\ndata: {}\n\n"] {
+    ///     let mut pos = 0;
+    ///     let mut sink = |s: Spill<'_>| {
+    ///         if let Spill::Bytes(b) = s {
+    ///             spilled.extend_from_slice(b);
+    ///         }
+    ///         true
+    ///     };
+    ///     while let Some(f) = framer.feed_spilling(push, &mut pos, &mut sink)? {
+    ///         assert_eq!(f.spilled, f.index == 0);
+    ///         frames += 1;
+    ///     }
+    /// }
+    /// assert_eq!(spilled, b"{\"a\":1}\n2");
+    /// assert_eq!(frames, 2);
+    /// # Ok::<(), agui_stream::sse::SseError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`SseError::FrameTooLarge`] only if `spill` refuses.
+    pub fn feed_spilling<'s>(
+        &'s mut self,
+        input: &'s [u8],
+        pos: &mut usize,
+        spill: &mut SpillFn<'_>,
+    ) -> Result<Option<Frame<'s>>, SseError> {
         let start = (*pos).min(input.len());
         let cur = Cursor {
             base: self.offset,
             start,
         };
         let mut i = start;
-        let out = self.run(input, &mut i, cur);
+        let out = self.run(input, &mut i, cur, spill);
         *pos = i;
         self.offset = cur.at(i);
         match out? {
@@ -357,7 +423,20 @@ impl<'b> SseFramer<'b> {
     ///
     /// [`SseError::FrameTooLarge`] if completing the pending data line overflows the buffer.
     pub fn finish(&mut self) -> Result<Option<Frame<'_>>, SseError> {
-        let out = self.finish_inner();
+        self.finish_spilling(&mut |_| false)
+    }
+
+    /// [`finish`](Self::finish) for a framer fed with
+    /// [`feed_spilling`](Self::feed_spilling).
+    ///
+    /// # Errors
+    ///
+    /// [`SseError::FrameTooLarge`] only if `spill` refuses.
+    pub fn finish_spilling(
+        &mut self,
+        spill: &mut SpillFn<'_>,
+    ) -> Result<Option<Frame<'_>>, SseError> {
+        let out = self.finish_inner(spill);
         self.reset();
         match out? {
             Some(d) => Ok(Some(self.frame(&[], d))),
@@ -382,13 +461,14 @@ impl<'b> SseFramer<'b> {
         input: &[u8],
         i: &mut usize,
         cur: Cursor,
+        spill: &mut SpillFn<'_>,
     ) -> Result<Option<Dispatch>, SseError> {
         loop {
             let at = *i;
             let rest = input.get(at..).unwrap_or_default();
             let Some(&first) = rest.first() else {
                 if let Mode::Borrowed { start, end } = self.mode {
-                    self.unborrow(input, start, end, cur)?;
+                    self.unborrow(input, start, end, cur, spill)?;
                 }
                 return Ok(None);
             };
@@ -421,15 +501,15 @@ impl<'b> SseFramer<'b> {
             match found {
                 Some(k) => {
                     let e = at.saturating_add(k);
-                    self.scan(input, at, e, true, cur)?;
+                    self.scan(input, at, e, true, cur, spill)?;
                     self.pending_cr = input.get(e) == Some(&b'\r');
                     *i = e.saturating_add(1);
-                    if let Some(d) = self.end_line(input, e, cur)? {
+                    if let Some(d) = self.end_line(input, e, cur, spill)? {
                         return Ok(Some(d));
                     }
                 }
                 None => {
-                    self.scan(input, at, input.len(), false, cur)?;
+                    self.scan(input, at, input.len(), false, cur, spill)?;
                     *i = input.len();
                 }
             }
@@ -478,6 +558,7 @@ impl<'b> SseFramer<'b> {
         b: usize,
         eol: bool,
         cur: Cursor,
+        spill: &mut SpillFn<'_>,
     ) -> Result<(), SseError> {
         loop {
             match self.line {
@@ -533,15 +614,16 @@ impl<'b> SseFramer<'b> {
                     if input.get(a) == Some(&b' ') {
                         a = a.saturating_add(1);
                     }
-                    return self.begin_value(field, input, a, b, eol, cur);
+                    return self.begin_value(field, input, a, b, eol, cur, spill);
                 }
-                Line::Value(field) => return self.append_value(field, input, a, b, cur),
+                Line::Value(field) => return self.append_value(field, input, a, b, cur, spill),
                 Line::Skip => return Ok(()),
             }
         }
     }
 
     /// A value starts at `input[a]`; `input[a..b]` is its first part (all of it if `eol`).
+    #[allow(clippy::too_many_arguments)] // the line's place, and where spilled bytes go
     fn begin_value(
         &mut self,
         field: Field,
@@ -550,18 +632,19 @@ impl<'b> SseFramer<'b> {
         b: usize,
         eol: bool,
         cur: Cursor,
+        spill: &mut SpillFn<'_>,
     ) -> Result<(), SseError> {
         self.line = Line::Value(field);
         match field {
-            Field::Data if eol => return self.data_line(input, a, b, cur),
-            Field::Data => self.open_data(input, cur.at(a), cur)?,
+            Field::Data if eol => return self.data_line(input, a, b, cur, spill),
+            Field::Data => self.open_data(input, cur.at(a), cur, spill)?,
             Field::Event => self.event = Stored::Len(0),
             Field::Id => {
                 self.id_pending = Stored::Len(0);
                 self.id_nul = false;
             }
         }
-        self.append_value(field, input, a, b, cur)
+        self.append_value(field, input, a, b, cur, spill)
     }
 
     fn append_value(
@@ -571,10 +654,11 @@ impl<'b> SseFramer<'b> {
         a: usize,
         b: usize,
         cur: Cursor,
+        spill: &mut SpillFn<'_>,
     ) -> Result<(), SseError> {
         let bytes = input.get(a..b).unwrap_or_default();
         match field {
-            Field::Data => self.push_buf(bytes, cur.at(a)),
+            Field::Data => self.push_buf(bytes, cur.at(a), spill),
             Field::Event => {
                 self.event = self.event.append(&mut self.event_buf, bytes);
                 Ok(())
@@ -595,18 +679,31 @@ impl<'b> SseFramer<'b> {
     }
 
     /// A complete data line whose value is `input[a..b]`.
-    fn data_line(&mut self, input: &[u8], a: usize, b: usize, cur: Cursor) -> Result<(), SseError> {
+    fn data_line(
+        &mut self,
+        input: &[u8],
+        a: usize,
+        b: usize,
+        cur: Cursor,
+        spill: &mut SpillFn<'_>,
+    ) -> Result<(), SseError> {
         if self.mode == Mode::Empty {
             self.payload_offset = cur.at(a);
             self.mode = Mode::Borrowed { start: a, end: b };
             return Ok(());
         }
-        self.open_data(input, cur.at(a), cur)?;
-        self.push_buf(input.get(a..b).unwrap_or_default(), cur.at(a))
+        self.open_data(input, cur.at(a), cur, spill)?;
+        self.push_buf(input.get(a..b).unwrap_or_default(), cur.at(a), spill)
     }
 
     /// Starts a data line whose value goes to the buffer; its value starts at stream offset `at`.
-    fn open_data(&mut self, input: &[u8], at: u64, cur: Cursor) -> Result<(), SseError> {
+    fn open_data(
+        &mut self,
+        input: &[u8],
+        at: u64,
+        cur: Cursor,
+        spill: &mut SpillFn<'_>,
+    ) -> Result<(), SseError> {
         match self.mode {
             Mode::Empty => {
                 self.payload_offset = at;
@@ -615,10 +712,10 @@ impl<'b> SseFramer<'b> {
                 Ok(())
             }
             Mode::Borrowed { start, end } => {
-                self.unborrow(input, start, end, cur)?;
-                self.push_buf(b"\n", at)
+                self.unborrow(input, start, end, cur, spill)?;
+                self.push_buf(b"\n", at, spill)
             }
-            Mode::Buffered => self.push_buf(b"\n", at),
+            Mode::Buffered | Mode::Spilled => self.push_buf(b"\n", at, spill),
         }
     }
 
@@ -629,14 +726,20 @@ impl<'b> SseFramer<'b> {
         start: usize,
         end: usize,
         cur: Cursor,
+        spill: &mut SpillFn<'_>,
     ) -> Result<(), SseError> {
         self.len = 0;
         self.mode = Mode::Buffered;
-        self.push_buf(input.get(start..end).unwrap_or_default(), cur.at(start))
+        self.push_buf(input.get(start..end).unwrap_or_default(), cur.at(start), spill)
     }
 
-    /// Appends `bytes`, which start at stream offset `at`, to the buffer.
-    fn push_buf(&mut self, bytes: &[u8], at: u64) -> Result<(), SseError> {
+    /// Appends `bytes`, which start at stream offset `at`, to the payload:
+    /// to the buffer while it fits, then to `spill`.
+    fn push_buf(&mut self, bytes: &[u8], at: u64, spill: &mut SpillFn<'_>) -> Result<(), SseError> {
+        if self.mode == Mode::Spilled {
+            spill(Spill::Bytes(bytes));
+            return Ok(());
+        }
         let len = self.len;
         if let Some(end) = len.checked_add(bytes.len())
             && let Some(dst) = self.buf.get_mut(len..end)
@@ -647,10 +750,15 @@ impl<'b> SseFramer<'b> {
             return Ok(());
         }
         let capacity = self.buf.len();
-        Err(SseError::FrameTooLarge {
-            offset: at.saturating_add(capacity.saturating_sub(len) as u64),
-            capacity,
-        })
+        let offset = at.saturating_add(capacity.saturating_sub(len) as u64);
+        if !spill(Spill::Begin { offset }) {
+            return Err(SseError::FrameTooLarge { offset, capacity });
+        }
+        spill(Spill::Bytes(self.buf.get(..len).unwrap_or_default()));
+        spill(Spill::Bytes(bytes));
+        self.len = 0;
+        self.mode = Mode::Spilled;
+        Ok(())
     }
 
     /// The line ends at `input[e]` (the CR or LF); dispatches on a blank line.
@@ -659,6 +767,7 @@ impl<'b> SseFramer<'b> {
         input: &[u8],
         e: usize,
         cur: Cursor,
+        spill: &mut SpillFn<'_>,
     ) -> Result<Option<Dispatch>, SseError> {
         match core::mem::replace(&mut self.line, Line::Start) {
             Line::Start => {
@@ -670,9 +779,9 @@ impl<'b> SseFramer<'b> {
                 return Ok(Some(self.take(cur.at(e.saturating_add(1)), true)));
             }
             Line::Name { field, matched } if usize::from(matched) == field.name().len() => {
-                self.empty_value(field, input, e, cur)?;
+                self.empty_value(field, input, e, cur, spill)?;
             }
-            Line::Space(field) => self.empty_value(field, input, e, cur)?,
+            Line::Space(field) => self.empty_value(field, input, e, cur, spill)?,
             Line::Value(Field::Id) => self.commit_id(),
             Line::Name { .. } | Line::Value(_) | Line::Skip => {}
         }
@@ -686,9 +795,10 @@ impl<'b> SseFramer<'b> {
         input: &[u8],
         e: usize,
         cur: Cursor,
+        spill: &mut SpillFn<'_>,
     ) -> Result<(), SseError> {
         match field {
-            Field::Data => return self.data_line(input, e, e, cur),
+            Field::Data => return self.data_line(input, e, e, cur, spill),
             Field::Event => self.event = Stored::Len(0),
             Field::Id => {
                 self.id_pending = Stored::Len(0);
@@ -711,6 +821,7 @@ impl<'b> SseFramer<'b> {
         let payload = match self.mode {
             Mode::Borrowed { start, end } => Payload::Input { start, end },
             Mode::Empty | Mode::Buffered => Payload::Buffer(self.len),
+            Mode::Spilled => Payload::Spilled,
         };
         let d = Dispatch {
             payload,
@@ -731,7 +842,7 @@ impl<'b> SseFramer<'b> {
         d
     }
 
-    fn finish_inner(&mut self) -> Result<Option<Dispatch>, SseError> {
+    fn finish_inner(&mut self, spill: &mut SpillFn<'_>) -> Result<Option<Dispatch>, SseError> {
         if self.bom > 0 && self.bom < BOM_DONE {
             // A partial BOM alone is a line with an unknown field name.
             self.line = Line::Skip;
@@ -742,7 +853,7 @@ impl<'b> SseFramer<'b> {
                 start: 0,
             };
             // Not a blank line, so this never dispatches.
-            self.end_line(&[], 0, cur)?;
+            self.end_line(&[], 0, cur, spill)?;
         }
         match self.mode {
             Mode::Empty => return Ok(None),
@@ -751,7 +862,7 @@ impl<'b> SseFramer<'b> {
                 self.mode = Mode::Buffered;
                 self.len = 0;
             }
-            Mode::Buffered => {}
+            Mode::Buffered | Mode::Spilled => {}
         }
         Ok(Some(self.take(self.offset, false)))
     }
@@ -777,6 +888,7 @@ impl<'b> SseFramer<'b> {
         let (payload, borrowed) = match d.payload {
             Payload::Input { start, end } => (input.get(start..end).unwrap_or_default(), true),
             Payload::Buffer(len) => (self.buf.get(..len).unwrap_or_default(), false),
+            Payload::Spilled => (&[][..], false),
         };
         let id_buf = if d.id_in_b { &self.id_b } else { &self.id_a };
         Frame {
@@ -787,6 +899,7 @@ impl<'b> SseFramer<'b> {
             payload_offset: d.payload_offset,
             terminated: d.terminated,
             borrowed,
+            spilled: matches!(d.payload, Payload::Spilled),
             event: d.event.field(&self.event_buf),
             id: d.id.field(id_buf),
         }
@@ -874,6 +987,48 @@ mod tests {
 
     fn run1(s: &[u8]) -> Vec<Rec> {
         run_pushes(&[s], 4096).unwrap()
+    }
+
+    /// `run_pushes` with a spilling framer: a spilled frame's payload is
+    /// what its callback received.
+    fn run_spilling(pushes: &[&[u8]], cap: usize) -> Vec<Rec> {
+        use std::cell::{Cell, RefCell};
+        let mut buf = vec![0u8; cap];
+        let mut fr = SseFramer::new(&mut buf);
+        let mut out = Vec::new();
+        let spilled = RefCell::new(Vec::new());
+        let begun = Cell::new(false);
+        let mut spill = |s: Spill<'_>| {
+            match s {
+                Spill::Begin { .. } => {
+                    assert!(!begun.replace(true), "one Begin per frame");
+                    spilled.borrow_mut().clear();
+                }
+                Spill::Bytes(b) => {
+                    assert!(begun.get());
+                    spilled.borrow_mut().extend_from_slice(b);
+                }
+            }
+            true
+        };
+        let mut take = |f: &Frame<'_>| {
+            let mut r = rec(f);
+            if f.spilled {
+                r.payload = spilled.take();
+                assert!(begun.replace(false));
+            }
+            r
+        };
+        for p in pushes {
+            let mut pos = 0;
+            while let Some(f) = fr.feed_spilling(p, &mut pos, &mut spill).unwrap() {
+                out.push(take(&f));
+            }
+        }
+        if let Some(f) = fr.finish_spilling(&mut spill).unwrap() {
+            out.push(take(&f));
+        }
+        out
     }
 
     fn payloads(r: &[Rec]) -> Vec<Vec<u8>> {
@@ -1189,6 +1344,21 @@ mod tests {
                 pushes.push(c);
             }
             assert_eq!(key(&run_pushes(&pushes, 256).unwrap()), whole, "sample {n}");
+        }
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "every sample under many buffers and splits")]
+    fn spilling_gives_the_same_frames_under_any_buffer() {
+        for (n, s) in SAMPLES.iter().enumerate() {
+            let whole = key(&run1(s));
+            for cap in [0, 1, 3, 8] {
+                for size in [1, 2, 5, s.len().max(1)] {
+                    let pushes: Vec<&[u8]> = s.chunks(size).collect();
+                    let got = key(&run_spilling(&pushes, cap));
+                    assert_eq!(got, whole, "sample {n}, buffer {cap}, pushes of {size}");
+                }
+            }
         }
     }
 
