@@ -65,6 +65,7 @@ mod pipeline;
 mod schema;
 #[cfg(feature = "serde")]
 mod serde_impl;
+mod spilled;
 pub mod sse;
 mod string;
 pub mod verify;

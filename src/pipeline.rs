@@ -7,11 +7,12 @@ use crate::capacity::Capacity;
 use crate::decode::{DecodeError, decode};
 use crate::error::{Error, ErrorKind, Stage};
 use crate::event::Event;
-use crate::json::{Limits, V8Message};
+use crate::json::{JsonErrorKind, Limits, V8Message};
 use crate::legacy::{Minting, Translator};
 use crate::normalize::{Normalizer, Stop};
 use crate::schema::Dialect;
-use crate::sse::{Frame, SseError, SseFramer};
+use crate::spilled::{JsonState, Spilling, Verdict};
+use crate::sse::{Frame, Spill, SseError, SseFramer};
 use crate::verify::{Entity, RunPhase, Verifier, VerifyError};
 
 /// Default capacity of the verifier's open-id table (open text messages,
@@ -40,8 +41,8 @@ pub enum Policy {
     Stop,
     /// Report each violation to [`Sink::violation`], skip the offending
     /// frame or event, and keep going: later events are verified against
-    /// the state as it stands. A frame too large for the buffer still stops
-    /// the pipeline.
+    /// the state as it stands. A frame too large for the buffer is such a
+    /// violation too (a capacity one), and the stream goes on after it.
     Monitor,
 }
 
@@ -218,9 +219,13 @@ impl Summary {
 /// fixed memory.
 ///
 /// The caller owns the frame buffer: it only holds a frame that spans two
-/// pushes, so its size is the largest such frame. Frames inside one push are
-/// never copied. The const parameters size the verifier (see
-/// [`DEFAULT_OPEN_IDS`], [`DEFAULT_OWNERS`], [`DEFAULT_ID_BYTES`]).
+/// pushes. Frames inside one push are never copied. A spanning frame larger
+/// than the buffer spills past it: its JSON is checked as it streams (64
+/// levels deep), so a syntax error in it gets the reference's verdict, and
+/// a well-formed one is [`Capacity::FrameBuffer`](crate::Capacity) at its
+/// end — the one verdict that needs what did not fit. The const parameters
+/// size the verifier (see [`DEFAULT_OPEN_IDS`], [`DEFAULT_OWNERS`],
+/// [`DEFAULT_ID_BYTES`]).
 ///
 /// ```
 /// use agui_stream::{Config, Pipeline};
@@ -268,7 +273,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                 translator: Translator::new(config.minting),
                 normalizer: Normalizer::new(config.dialect),
                 verifier: Verifier::new(config.dialect).check_tool_args(config.check_tool_args),
-                json: V8Message::EMPTY,
+                json: JsonState::Message(V8Message::EMPTY),
                 events: 0,
                 violations: 0,
             },
@@ -293,14 +298,17 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             return Err(e);
         }
         let mut pos = 0;
+        let capacity = self.framer.capacity();
         loop {
             let frames_before = self.framer.frames();
-            let frame = match self.framer.feed(bytes, &mut pos) {
+            let stages = &mut self.stages;
+            let mut spill = |s: Spill<'_>| stages.spill(s);
+            let frame = match self.framer.feed_spilling(bytes, &mut pos, &mut spill) {
                 Ok(Some(frame)) => frame,
                 Ok(None) => return Ok(()),
                 Err(e) => return Err(self.stop(sse_error(e, frames_before))),
             };
-            if let Err(e) = self.stages.frame(&frame, sink) {
+            if let Err(e) = self.stages.frame(&frame, capacity, sink) {
                 return Err(self.stop(e));
             }
         }
@@ -320,13 +328,16 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         }
         let frames_before = self.framer.frames();
         let bytes = self.framer.offset();
+        let capacity = self.framer.capacity();
         let mut unterminated = false;
         let mut frames = frames_before;
-        match self.framer.finish() {
+        let stages = &mut self.stages;
+        let mut spill = |s: Spill<'_>| stages.spill(s);
+        match self.framer.finish_spilling(&mut spill) {
             Ok(Some(frame)) => {
                 unterminated = !frame.terminated;
                 frames = frame.index.saturating_add(1);
-                if let Err(e) = self.stages.frame(&frame, sink) {
+                if let Err(e) = self.stages.frame(&frame, capacity, sink) {
                     return Err(self.stop(e));
                 }
             }
@@ -378,7 +389,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
 /// Renders an error with the stages' stored details.
 struct Message<'s, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> {
     error: &'s Error,
-    json: &'s V8Message,
+    json: &'s JsonState,
     normalizer: &'s Normalizer<LANES, LANE_BYTES>,
     verifier: &'s Verifier<OPEN, OWNERS, ID_BYTES>,
 }
@@ -388,7 +399,10 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> fmt::Display
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.error.kind {
-            ErrorKind::Json(_) => self.json.fmt(f),
+            ErrorKind::Json(e) => match self.json {
+                JsonState::Message(m) => m.fmt(f),
+                JsonState::Spilling(_) => e.fmt(f),
+            },
             ErrorKind::Chunk(c) => self.normalizer.describe(c).fmt(f),
             ErrorKind::Verify { event, rule } => self
                 .verifier
@@ -405,17 +419,95 @@ struct Stages<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> {
     translator: Translator,
     normalizer: Normalizer<LANES, LANE_BYTES>,
     verifier: Verifier<OPEN, OWNERS, ID_BYTES>,
-    /// The last JSON syntax error, as V8 words it.
-    json: V8Message,
+    /// The last JSON syntax error, as V8 words it, or the frame spilling.
+    json: JsonState,
     events: u64,
     violations: u64,
 }
 
 impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN, OWNERS, ID_BYTES> {
+    /// Takes what the framer spills (the payload of a frame larger than
+    /// the buffer).
+    fn spill(&mut self, s: Spill<'_>) -> bool {
+        match (s, &mut self.json) {
+            (Spill::Begin { offset }, json) => {
+                *json = JsonState::Spilling(Spilling::new(offset, self.config.limits));
+            }
+            (Spill::Bytes(bytes), JsonState::Spilling(spilling)) => spilling.feed(bytes),
+            (Spill::Bytes(_), JsonState::Message(_)) => {}
+        }
+        true
+    }
+
+    /// The verdict on a frame that spilled: a JSON error (the reference's),
+    /// or, for well-formed JSON, the buffer's capacity.
+    fn spilled(&mut self, frame: &Frame<'_>, capacity: usize) -> Error {
+        let JsonState::Spilling(spilling) = self.json else {
+            return sse_error(
+                SseError::FrameTooLarge {
+                    offset: frame.start,
+                    capacity,
+                },
+                frame.index,
+            );
+        };
+        let (verdict, message) = spilling.finish();
+        if let Some(m) = message {
+            self.json = JsonState::Message(m);
+        }
+        match verdict {
+            Verdict::TooLarge { overflow_at } => sse_error(
+                SseError::FrameTooLarge {
+                    offset: overflow_at,
+                    capacity,
+                },
+                frame.index,
+            ),
+            Verdict::Json { error, first_line } => {
+                let kind = match error.kind {
+                    JsonErrorKind::TooDeep { limit } => {
+                        ErrorKind::Capacity(Capacity::JsonDepth { limit })
+                    }
+                    _ => ErrorKind::Json(error),
+                };
+                let offset = if first_line {
+                    frame.payload_offset.saturating_add(error.offset as u64)
+                } else {
+                    frame.start
+                };
+                Error {
+                    kind,
+                    stage: Stage::Sse,
+                    frame: frame.index,
+                    offset,
+                }
+            }
+        }
+    }
+
     /// Decodes, translates, normalizes and verifies one frame. `Err` only
     /// when the pipeline must stop.
-    fn frame<S: Sink + ?Sized>(&mut self, frame: &Frame<'_>, sink: &mut S) -> Result<(), Error> {
+    fn frame<S: Sink + ?Sized>(
+        &mut self,
+        frame: &Frame<'_>,
+        capacity: usize,
+        sink: &mut S,
+    ) -> Result<(), Error> {
         let monitor = self.config.policy == Policy::Monitor;
+        if frame.spilled {
+            let e = self.spilled(frame, capacity);
+            if !monitor {
+                return Err(e);
+            }
+            self.violations = self.violations.saturating_add(1);
+            match &self.json {
+                JsonState::Message(m) if matches!(e.kind, ErrorKind::Json(_)) => {
+                    sink.violation(&e, m);
+                }
+                _ => sink.violation(&e, &e.kind),
+            }
+            return Ok(());
+        }
         let decode_error = |e| {
             Error::from_decode(
                 e,
@@ -428,7 +520,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
         // Matched by reference: the event view is not copied out.
         let decoded = decode(frame.payload, self.config.dialect, self.config.limits);
         if let Err(DecodeError::Json(e)) = decoded {
-            self.json = V8Message::new(frame.payload, e);
+            self.json = JsonState::Message(V8Message::new(frame.payload, e));
         }
         let event = match &decoded {
             Ok(Some(event)) => event,
@@ -436,8 +528,10 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
             Err(e) if monitor => {
                 let e = decode_error(*e);
                 self.violations = self.violations.saturating_add(1);
-                match e.kind {
-                    ErrorKind::Json(_) => sink.violation(&e, &self.json),
+                match &self.json {
+                    JsonState::Message(m) if matches!(e.kind, ErrorKind::Json(_)) => {
+                        sink.violation(&e, m);
+                    }
                     _ => sink.violation(&e, &e.kind),
                 }
                 return Ok(());

@@ -730,7 +730,11 @@ impl<'b> SseFramer<'b> {
     ) -> Result<(), SseError> {
         self.len = 0;
         self.mode = Mode::Buffered;
-        self.push_buf(input.get(start..end).unwrap_or_default(), cur.at(start), spill)
+        self.push_buf(
+            input.get(start..end).unwrap_or_default(),
+            cur.at(start),
+            spill,
+        )
     }
 
     /// Appends `bytes`, which start at stream offset `at`, to the payload:
@@ -1011,7 +1015,7 @@ mod tests {
             }
             true
         };
-        let mut take = |f: &Frame<'_>| {
+        let take = |f: &Frame<'_>| {
             let mut r = rec(f);
             if f.spilled {
                 r.payload = spilled.take();

@@ -422,44 +422,80 @@ fn ten_megabyte_frame_through_a_small_buffer_is_a_frame_buffer_error() {
     let frame1_start = stream.len() as u64;
     let payload_at = frame1_start + 6;
     stream.extend_from_slice(&frame_bytes(&content));
+    let pieces = stream.len().div_ceil(PIECE);
 
-    for policy in [Policy::Stop, Policy::Monitor] {
-        let mut buf = vec![0u8; BUFFER];
-        let mut pipeline = Pipeline::new(&mut buf, Config::new().policy(policy));
-        let mut events = 0u64;
-        let mut sink = |_: &Event<'_>, _: &FrameInfo| events += 1;
-        let mut pushed = 0u64;
-        let mut failure = None;
-        for (i, piece) in stream.chunks(PIECE).enumerate() {
-            pushed += piece.len() as u64;
-            if let Err(e) = pipeline.push(piece, &mut sink) {
-                failure = Some((i, e, pushed));
-                break;
-            }
+    // Stop: the frame is read to its end (its JSON checked as it spills),
+    // then the verdict needs what did not fit.
+    let mut buf = vec![0u8; BUFFER];
+    let mut pipeline = Pipeline::new(&mut buf, Config::new());
+    let mut events = 0u64;
+    let mut sink = |_: &Event<'_>, _: &FrameInfo| events += 1;
+    let mut failure = None;
+    for (i, piece) in stream.chunks(PIECE).enumerate() {
+        if let Err(e) = pipeline.push(piece, &mut sink) {
+            failure = Some((i, e));
+            break;
         }
-        let (piece, e, pushed) = failure.expect("the frame cannot fit");
-        assert_eq!(piece, 0, "fails as soon as the frame outgrows the buffer");
-        assert_eq!(
-            e.kind,
-            ErrorKind::Capacity(Capacity::FrameBuffer { capacity: BUFFER })
-        );
-        assert!(e.is_capacity());
-        assert_eq!(e.stage, Stage::Sse);
-        assert_eq!(e.frame, 1, "frame 0 (RUN_STARTED) was fine");
-        assert!(
-            (frame1_start..=pushed).contains(&e.offset),
-            "offset {} outside the frame's bytes read so far",
-            e.offset
-        );
-        // The first payload byte that did not fit.
-        assert_eq!(e.offset, payload_at + BUFFER as u64);
-        // Sticky, even when monitoring.
-        assert_eq!(pipeline.push(b"data: {}\n\n", &mut sink), Err(e));
-        assert_eq!(pipeline.finish(&mut sink), Err(e));
-        assert_eq!(events, 1);
-        drop(pipeline);
-        assert_eq!(buf.len(), BUFFER, "the caller's buffer is all there is");
     }
+    let (piece, e) = failure.expect("the frame cannot fit");
+    assert_eq!(piece, pieces - 1, "the verdict comes at the frame's end");
+    assert_eq!(
+        e.kind,
+        ErrorKind::Capacity(Capacity::FrameBuffer { capacity: BUFFER })
+    );
+    assert!(e.is_capacity());
+    assert_eq!(
+        (e.stage, e.frame),
+        (Stage::Sse, 1),
+        "frame 0 (RUN_STARTED) was fine"
+    );
+    // The first payload byte that did not fit.
+    assert_eq!(e.offset, payload_at + BUFFER as u64);
+    // Sticky.
+    assert_eq!(pipeline.push(b"data: {}\n\n", &mut sink), Err(e));
+    assert_eq!(pipeline.finish(&mut sink), Err(e));
+    assert_eq!(events, 1);
+    drop(pipeline);
+    assert_eq!(buf.len(), BUFFER, "the caller's buffer is all there is");
+
+    // Monitor: the frame is a capacity violation and the stream goes on.
+    let mut buf = vec![0u8; BUFFER];
+    let mut pipeline = Pipeline::new(&mut buf, Config::new().policy(Policy::Monitor));
+    let mut types = Vec::new();
+    let mut sink = |ev: &Event<'_>, _: &FrameInfo| types.push(ev.event_type());
+    stream.extend_from_slice(&frame(RUN_FINISHED));
+    for piece in stream.chunks(PIECE) {
+        pipeline.push(piece, &mut sink).unwrap();
+    }
+    let s = pipeline.finish(&mut sink).unwrap();
+    assert_eq!(s.violations, 1);
+    assert_eq!(types, [EventType::RunStarted, EventType::RunFinished]);
+
+    // A syntax error in a frame that spilled gets the reference's verdict,
+    // at its byte, wherever the buffer overflowed.
+    let mut broken = content.clone();
+    let at = broken.len() / 2;
+    broken[at] = 0x01;
+    let mut stream = frame(RUN_STARTED);
+    stream.extend_from_slice(&frame_bytes(&broken));
+    let mut buf = vec![0u8; BUFFER];
+    let mut pipeline = Pipeline::new(&mut buf, Config::new());
+    let e = stream
+        .chunks(PIECE)
+        .try_for_each(|piece| pipeline.push(piece, &mut |_: &Event<'_>, _: &FrameInfo| {}))
+        .unwrap_err();
+    assert_eq!(
+        e.kind,
+        ErrorKind::Json(json::JsonError {
+            kind: JsonErrorKind::ControlCharacter,
+            offset: at
+        })
+    );
+    assert_eq!((e.frame, e.offset), (1, payload_at + at as u64));
+    assert_eq!(
+        pipeline.message(&e).to_string(),
+        format!("Bad control character in string literal in JSON at position {at}")
+    );
 
     // The same 4 KiB buffer holds a spanning payload of exactly 4096 bytes,
     // and that payload is in the caller's buffer afterwards; 4097 do not fit.

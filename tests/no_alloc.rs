@@ -2,7 +2,8 @@
 //! allocations while whole streams go through the pipeline (decode,
 //! normalize, verify, encode, violation messages) in both dialects, stopping
 //! at the first violation or monitoring (then checking tool-call arguments
-//! too), long runs that forget owner records included.
+//! too), long runs that forget owner records and frames that spill past a
+//! small buffer included.
 
 mod common;
 
@@ -76,7 +77,8 @@ fn whole_streams_go_through_without_allocating() {
     };
 
     COUNTING.with(|c| c.set(true));
-    for stream in &streams {
+    // A 64-byte buffer makes most frames spill past it.
+    for (stream, buffer) in streams.iter().flat_map(|s| [(s, 1 << 20), (s, 64)]) {
         for dialect in [Dialect::V1, Dialect::V0] {
             for (policy, minting) in [
                 (Policy::Stop, Minting::Deterministic),
@@ -88,7 +90,7 @@ fn whole_streams_go_through_without_allocating() {
                     .policy(policy)
                     .minting(minting)
                     .check_tool_args(policy == Policy::Monitor);
-                let mut pipeline = Pipeline::new(&mut frame_buffer, config);
+                let mut pipeline = Pipeline::new(&mut frame_buffer[..buffer], config);
                 // Pushes of 61 bytes: frames span pushes and go through the buffer.
                 let verdict = stream
                     .chunks(61)

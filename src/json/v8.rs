@@ -7,9 +7,10 @@ use core::fmt;
 
 use super::{JsonError, JsonErrorKind};
 
-/// Bytes for the quoted text: twenty-one UTF-16 units, at most three
-/// bytes each.
-const SNIPPET: usize = 63;
+/// Bytes for the quoted text: twenty-one UTF-16 units of at most three
+/// bytes each, but for the rare text of many three-byte characters, which
+/// loses its last.
+const SNIPPET: usize = 60;
 /// Units quoted on each side of the token.
 const AROUND: usize = 10;
 /// A text this short is quoted whole.
@@ -19,8 +20,8 @@ const WHOLE: usize = 2 * AROUND + 1;
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct V8Message {
     kind: JsonErrorKind,
-    /// The error's position in UTF-16 units.
-    position: usize,
+    /// The error's position in UTF-16 units (saturating).
+    position: u32,
     /// The character at the position.
     token: char,
     snippet: [u8; SNIPPET],
@@ -28,6 +29,8 @@ pub(crate) struct V8Message {
     /// The quoted text starts after the text's start / ends before its end.
     cut_before: bool,
     cut_after: bool,
+    /// The text was not kept: an unexpected token is shown without it.
+    unquoted: bool,
 }
 
 impl V8Message {
@@ -39,7 +42,25 @@ impl V8Message {
         len: 0,
         cut_before: false,
         cut_after: false,
+        unquoted: false,
     };
+
+    /// The message of an error whose text is gone: its kind, its position
+    /// in UTF-16 units and the byte there. An unexpected token is then
+    /// shown without the text around it.
+    pub(crate) fn at(kind: JsonErrorKind, position: usize, byte: u8) -> Self {
+        V8Message {
+            kind,
+            position: u32::try_from(position).unwrap_or(u32::MAX),
+            token: if byte.is_ascii() {
+                char::from(byte)
+            } else {
+                char::REPLACEMENT_CHARACTER
+            },
+            unquoted: true,
+            ..Self::EMPTY
+        }
+    }
 
     /// The message of `error` in `text`.
     pub(crate) fn new(text: &[u8], error: JsonError) -> Self {
@@ -64,7 +85,8 @@ impl V8Message {
             at_byte = at_byte.saturating_add(bytes);
             units = units.saturating_add(c.len_utf16());
         }
-        m.position = position.unwrap_or(units);
+        let position = position.unwrap_or(units);
+        m.position = u32::try_from(position).unwrap_or(u32::MAX);
         // V8 reads an escape one UTF-16 unit at a time: after a backslash,
         // half of a surrogate pair is an unexpected token (shown here as
         // U+FFFD, which a Rust string holds in place of a lone surrogate).
@@ -76,8 +98,8 @@ impl V8Message {
             (0, units)
         } else {
             (
-                m.position.saturating_sub(AROUND),
-                m.position.saturating_add(AROUND),
+                position.saturating_sub(AROUND),
+                position.saturating_add(AROUND),
             )
         };
         m.cut_before = from > 0;
@@ -104,6 +126,11 @@ impl fmt::Display for V8Message {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let at = self.position;
         match self.kind {
+            JsonErrorKind::UnexpectedToken(_) if self.unquoted => write!(
+                f,
+                "Unexpected token '{}' in JSON at position {at}",
+                self.token
+            ),
             JsonErrorKind::UnexpectedToken(_) => {
                 let snippet = self
                     .snippet
@@ -121,7 +148,11 @@ impl fmt::Display for V8Message {
             JsonErrorKind::UnexpectedEnd => f.write_str("Unexpected end of JSON input"),
             kind => match kind.message() {
                 Some(message) => write!(f, "{message} at position {at}"),
-                None => JsonError { kind, offset: at }.fmt(f),
+                None => JsonError {
+                    kind,
+                    offset: at as usize,
+                }
+                .fmt(f),
             },
         }
     }

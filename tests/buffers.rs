@@ -1,0 +1,102 @@
+//! The frame buffer is a performance knob: with any buffer, from the
+//! smallest to one larger than every frame, and any push size, every
+//! corpus stream gives the same events and verdict — except that a
+//! well-formed frame larger than the buffer, which spills past it, is
+//! `Capacity::FrameBuffer` at that frame (or `Capacity::JsonDepth` when
+//! it nests deeper than the 64 levels a spilled frame is checked to). A
+//! frame that spills is still checked as JSON: a syntax error in it is
+//! the reference's verdict.
+
+mod common;
+
+use agui_stream::{
+    Capacity, Config, Dialect, Error, ErrorKind, Event, FrameInfo, Minting, Pipeline, encode,
+};
+
+/// Events (frame index, encoded) and the verdict with its message.
+type Run = (Vec<(u64, Vec<u8>)>, Result<(), (Error, String)>);
+
+fn run(stream: &[u8], dialect: Dialect, buffer: usize, push: usize) -> Run {
+    let mut buf = vec![0u8; buffer];
+    let config = Config::new()
+        .dialect(dialect)
+        .minting(Minting::Deterministic);
+    let mut p = Pipeline::new(&mut buf, config);
+    let mut events = Vec::new();
+    let mut sink = |ev: &Event<'_>, f: &FrameInfo| {
+        let mut json = Vec::new();
+        encode(ev, &mut json).expect("a Vec never fills");
+        events.push((f.index, json));
+    };
+    let verdict = stream
+        .chunks(push.max(1))
+        .try_for_each(|piece| p.push(piece, &mut sink))
+        .and_then(|()| p.finish(&mut sink).map(|_| ()));
+    let verdict = verdict.map_err(|e| (e, p.message(&e).to_string()));
+    (events, verdict)
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "every corpus stream many times")]
+fn every_buffer_gives_the_verdict_or_names_the_frame_that_did_not_fit() {
+    let mut streams: Vec<(String, Vec<u8>)> = Vec::new();
+    let extra = common::manifest_in(&common::extra_dir());
+    for case in common::manifest().into_iter().chain(extra) {
+        if case.category != "sse-quirk" {
+            streams.push((case.name.clone(), case.stream()));
+        }
+    }
+    for path in common::sse_files(&common::real_dir()) {
+        streams.push((path.display().to_string(), common::read(&path)));
+    }
+    let (mut same, mut spilled) = (0, 0);
+    for (name, stream) in &streams {
+        for dialect in [Dialect::V1, Dialect::V0] {
+            let want = run(stream, dialect, 1 << 24, 1 << 16);
+            for buffer in [64, 1024] {
+                for push in [1, 7, 1460] {
+                    if push == 1 && stream.len() > 20_000 {
+                        continue; // the long runs: 7-byte pushes split them enough
+                    }
+                    let got = run(stream, dialect, buffer, push);
+                    let ctx = format!("{name} {dialect:?}, buffer {buffer}, pushes of {push}");
+                    // A spilled frame's JSON is checked 64 levels deep.
+                    let too_large = [
+                        ErrorKind::Capacity(Capacity::FrameBuffer { capacity: buffer }),
+                        ErrorKind::Capacity(Capacity::JsonDepth { limit: 64 }),
+                    ];
+                    match &got.1 {
+                        Err((e, _)) if too_large.contains(&e.kind) => {
+                            // What came before the frame that did not fit.
+                            let before: Vec<_> = want
+                                .0
+                                .iter()
+                                .filter(|(f, _)| *f < e.frame)
+                                .cloned()
+                                .collect();
+                            assert!(got.0 == before, "{ctx}: other events before {e:?}");
+                            if let Err((w, _)) = &want.1 {
+                                assert!(w.frame >= e.frame, "{ctx}: {w:?} before {e:?}");
+                                assert!(
+                                    w.frame > e.frame || !matches!(w.kind, ErrorKind::Json(_)),
+                                    "{ctx}: the reference's JSON error {w:?} became {e:?}"
+                                );
+                            }
+                            spilled += 1;
+                        }
+                        _ => {
+                            assert!(got.0 == want.0, "{ctx}: other events");
+                            assert_eq!(got.1, want.1, "{ctx}");
+                            same += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("{same} runs as with a large buffer, {spilled} stopped at a frame that did not fit");
+    assert!(
+        spilled > 100 && same > 1000,
+        "{spilled} spilled, {same} same"
+    );
+}
