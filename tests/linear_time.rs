@@ -69,6 +69,32 @@ fn work_does_not_depend_on_the_split() {
         assert!(p.finish(&mut sink).unwrap().is_complete());
         work::take() as f64 / s.len() as f64
     };
+    // Frames that spill past a 64-byte buffer cost about what they cost
+    // whole: each byte is scanned once more at most.
+    let big = {
+        let delta = "x".repeat(20_000);
+        let mut events = vec![common::RUN_STARTED.to_owned(), common::start("m")];
+        for _ in 0..50 {
+            events.push(format!(
+                r#"{{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"{delta}"}}"#
+            ));
+        }
+        common::sse(&events)
+    };
+    let spill_work = |buffer: usize, push: usize| {
+        let mut buf = vec![0u8; buffer];
+        let mut p = Pipeline::new(&mut buf, Config::new().policy(agui_stream::Policy::Monitor));
+        let mut sink = |_: &Event<'_>, _: &FrameInfo| {};
+        work::take();
+        for piece in big.chunks(push) {
+            p.push(piece, &mut sink).unwrap();
+        }
+        assert_eq!(p.finish(&mut sink).unwrap().violations, if buffer < 1000 { 50 } else { 0 });
+        work::take()
+    };
+    let (kept, spilled) = (spill_work(1 << 20, big.len()), spill_work(64, 7));
+    eprintln!("50 frames of 20 kB: work {kept} whole, {spilled} spilled in 7-byte pushes");
+    assert!((spilled as f64) < 1.5 * kept as f64, "{spilled} vs {kept}");
     let (short, long) = (per_byte(1_000), per_byte(10_000));
     eprintln!("long runs: work per byte {short:.2} (1,000 tool calls), {long:.2} (10,000)");
     assert!(long < 1.1 * short, "{long} vs {short}");
