@@ -428,6 +428,7 @@ struct Stages<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> {
 impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN, OWNERS, ID_BYTES> {
     /// Takes what the framer spills (the payload of a frame larger than
     /// the buffer).
+    #[cold]
     fn spill(&mut self, s: Spill<'_>) -> bool {
         match (s, &mut self.json) {
             (Spill::Begin { offset }, json) => {
@@ -439,8 +440,33 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
         true
     }
 
+    /// A frame that spilled: stop, or report and go on.
+    #[cold]
+    #[inline(never)]
+    fn spilled_frame<S: Sink + ?Sized>(
+        &mut self,
+        frame: &Frame<'_>,
+        capacity: usize,
+        sink: &mut S,
+    ) -> Result<(), Error> {
+        let e = self.spilled(frame, capacity);
+        if self.config.policy != Policy::Monitor {
+            return Err(e);
+        }
+        self.violations = self.violations.saturating_add(1);
+        match &self.json {
+            JsonState::Message(m) if matches!(e.kind, ErrorKind::Json(_)) => {
+                sink.violation(&e, m);
+            }
+            _ => sink.violation(&e, &e.kind),
+        }
+        Ok(())
+    }
+
     /// The verdict on a frame that spilled: a JSON error (the reference's),
     /// or, for well-formed JSON, the buffer's capacity.
+    #[cold]
+    #[inline(never)]
     fn spilled(&mut self, frame: &Frame<'_>, capacity: usize) -> Error {
         let JsonState::Spilling(spilling) = self.json else {
             return sse_error(
@@ -495,18 +521,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
     ) -> Result<(), Error> {
         let monitor = self.config.policy == Policy::Monitor;
         if frame.spilled {
-            let e = self.spilled(frame, capacity);
-            if !monitor {
-                return Err(e);
-            }
-            self.violations = self.violations.saturating_add(1);
-            match &self.json {
-                JsonState::Message(m) if matches!(e.kind, ErrorKind::Json(_)) => {
-                    sink.violation(&e, m);
-                }
-                _ => sink.violation(&e, &e.kind),
-            }
-            return Ok(());
+            return self.spilled_frame(frame, capacity, sink);
         }
         let decode_error = |e| {
             Error::from_decode(

@@ -362,9 +362,11 @@ impl<'b> SseFramer<'b> {
 
     /// [`feed`](Self::feed), but a payload that does not fit the buffer is
     /// handed to `spill` as it arrives instead of failing: first
-    /// [`Spill::Begin`], then its bytes from the first one on, then the
-    /// frame is dispatched with [`Frame::spilled`] set and an empty
-    /// payload. The frame buffer stays a performance knob, not a limit.
+    /// [`Spill::Begin`] (return false to refuse, and get
+    /// [`SseError::FrameTooLarge`]), then its bytes from the first one on,
+    /// then the frame is dispatched with [`Frame::spilled`] set and an
+    /// empty payload. The frame buffer stays a performance knob, not a
+    /// limit.
     ///
     /// ```
     /// use agui_stream::sse::{Spill, SseFramer};

@@ -89,7 +89,10 @@ fn work_does_not_depend_on_the_split() {
         for piece in big.chunks(push) {
             p.push(piece, &mut sink).unwrap();
         }
-        assert_eq!(p.finish(&mut sink).unwrap().violations, if buffer < 1000 { 50 } else { 0 });
+        assert_eq!(
+            p.finish(&mut sink).unwrap().violations,
+            if buffer < 1000 { 50 } else { 0 }
+        );
         work::take()
     };
     let (kept, spilled) = (spill_work(1 << 20, big.len()), spill_work(64, 7));
