@@ -11,8 +11,8 @@ use crate::json::{JsonErrorKind, Limits, V8Message};
 use crate::legacy::{Minting, Translator};
 use crate::normalize::{Normalizer, Stop};
 use crate::schema::Dialect;
-use crate::spilled::{JsonState, Spilling, Verdict};
-use crate::sse::{Frame, Spill, SseError, SseFramer};
+use crate::spilled::{JsonState, Verdict};
+use crate::sse::{Frame, SseError, SseFramer};
 use crate::verify::{Entity, RunPhase, Verifier, VerifyError};
 
 /// Default capacity of the verifier's open-id table (open text messages,
@@ -215,6 +215,25 @@ impl Summary {
     }
 }
 
+/// Runs a frame the framer just gave through the stages, or, if it
+/// spilled, gives its verdict (a macro, as the frame borrows the framer
+/// whose spill sink keeps the JSON error's message).
+macro_rules! run_frame {
+    ($pipeline:ident, $frame:ident, $sink:ident) => {
+        if $frame.spilled {
+            let at = ($frame.index, $frame.start, $frame.payload_offset);
+            $pipeline.spilled(at, $sink)
+        } else {
+            let mut message = None;
+            let result = $pipeline.stages.frame(&$frame, $sink, &mut message);
+            if let Some(m) = message {
+                *$pipeline.framer.spill_sink_mut() = JsonState::Message(m);
+            }
+            result
+        }
+    };
+}
+
 /// An SSE byte stream → validated, normalized, verified [`Event`]s, in
 /// fixed memory.
 ///
@@ -247,7 +266,9 @@ pub struct Pipeline<
     const OWNERS: usize = DEFAULT_OWNERS,
     const ID_BYTES: usize = DEFAULT_ID_BYTES,
 > {
-    framer: SseFramer<'b>,
+    /// Its spill sink keeps a spilling frame's state, or the last JSON
+    /// error's message.
+    framer: SseFramer<'b, JsonState>,
     stages: Stages<OPEN, OWNERS, ID_BYTES>,
     failed: Option<Error>,
 }
@@ -267,13 +288,12 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
     /// `Pipeline::<'_, 8, 16, 512>::with_capacity(buf, config)`.
     pub fn with_capacity(frame_buffer: &'b mut [u8], config: Config) -> Self {
         Pipeline {
-            framer: SseFramer::new(frame_buffer),
+            framer: SseFramer::with_spill(frame_buffer, JsonState::Message(V8Message::EMPTY)),
             stages: Stages {
                 config,
                 translator: Translator::new(config.minting),
                 normalizer: Normalizer::new(config.dialect),
                 verifier: Verifier::new(config.dialect).check_tool_args(config.check_tool_args),
-                json: JsonState::Message(V8Message::EMPTY),
                 events: 0,
                 violations: 0,
             },
@@ -298,20 +318,68 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             return Err(e);
         }
         let mut pos = 0;
-        let capacity = self.framer.capacity();
         loop {
             let frames_before = self.framer.frames();
-            let stages = &mut self.stages;
-            let mut spill = |s: Spill<'_>| stages.spill(s);
-            let frame = match self.framer.feed_spilling(bytes, &mut pos, &mut spill) {
+            let frame = match self.framer.feed(bytes, &mut pos) {
                 Ok(Some(frame)) => frame,
                 Ok(None) => return Ok(()),
                 Err(e) => return Err(self.stop(sse_error(e, frames_before))),
             };
-            if let Err(e) = self.stages.frame(&frame, capacity, sink) {
+            if let Err(e) = run_frame!(self, frame, sink) {
                 return Err(self.stop(e));
             }
         }
+    }
+
+    /// A frame that spilled: its JSON error (the reference's verdict), or,
+    /// for well-formed JSON, the buffer's capacity. Stops, or (monitoring)
+    /// reports it and goes on.
+    #[cold]
+    #[inline(never)]
+    fn spilled<S: Sink + ?Sized>(
+        &mut self,
+        (index, start, payload_offset): (u64, u64, u64),
+        sink: &mut S,
+    ) -> Result<(), Error> {
+        let capacity = self.framer.capacity();
+        let state = self.framer.spill_sink_mut();
+        let too_large = |offset| sse_error(SseError::FrameTooLarge { offset, capacity }, index);
+        let e = match *state {
+            JsonState::Message(_) => too_large(start),
+            JsonState::Spilling(spilling) => {
+                let (verdict, message) = spilling.finish();
+                if let Some(m) = message {
+                    *state = JsonState::Message(m);
+                }
+                match verdict {
+                    Verdict::TooLarge { overflow_at } => too_large(overflow_at),
+                    Verdict::Json { error, first_line } => Error {
+                        kind: match error.kind {
+                            JsonErrorKind::TooDeep { limit } => {
+                                ErrorKind::Capacity(Capacity::JsonDepth { limit })
+                            }
+                            _ => ErrorKind::Json(error),
+                        },
+                        stage: Stage::Sse,
+                        frame: index,
+                        offset: if first_line {
+                            payload_offset.saturating_add(error.offset as u64)
+                        } else {
+                            start
+                        },
+                    },
+                }
+            }
+        };
+        if self.stages.config.policy != Policy::Monitor {
+            return Err(e);
+        }
+        self.stages.violations = self.stages.violations.saturating_add(1);
+        match self.framer.spill_sink() {
+            JsonState::Message(m) if matches!(e.kind, ErrorKind::Json(_)) => sink.violation(&e, m),
+            _ => sink.violation(&e, &e.kind),
+        }
+        Ok(())
     }
 
     fn stop(&mut self, e: Error) -> Error {
@@ -328,16 +396,13 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         }
         let frames_before = self.framer.frames();
         let bytes = self.framer.offset();
-        let capacity = self.framer.capacity();
         let mut unterminated = false;
         let mut frames = frames_before;
-        let stages = &mut self.stages;
-        let mut spill = |s: Spill<'_>| stages.spill(s);
-        match self.framer.finish_spilling(&mut spill) {
+        match self.framer.finish() {
             Ok(Some(frame)) => {
                 unterminated = !frame.terminated;
                 frames = frame.index.saturating_add(1);
-                if let Err(e) = self.stages.frame(&frame, capacity, sink) {
+                if let Err(e) = run_frame!(self, frame, sink) {
                     return Err(self.stop(e));
                 }
             }
@@ -379,7 +444,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
     pub fn message<'s>(&'s self, error: &'s Error) -> impl fmt::Display + 's {
         Message {
             error,
-            json: &self.stages.json,
+            json: self.framer.spill_sink(),
             normalizer: &self.stages.normalizer,
             verifier: &self.stages.verifier,
         }
@@ -419,110 +484,21 @@ struct Stages<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> {
     translator: Translator,
     normalizer: Normalizer<LANES, LANE_BYTES>,
     verifier: Verifier<OPEN, OWNERS, ID_BYTES>,
-    /// The last JSON syntax error, as V8 words it, or the frame spilling.
-    json: JsonState,
     events: u64,
     violations: u64,
 }
 
 impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN, OWNERS, ID_BYTES> {
-    /// Takes what the framer spills (the payload of a frame larger than
-    /// the buffer).
-    #[cold]
-    fn spill(&mut self, s: Spill<'_>) -> bool {
-        match (s, &mut self.json) {
-            (Spill::Begin { offset }, json) => {
-                *json = JsonState::Spilling(Spilling::new(offset, self.config.limits));
-            }
-            (Spill::Bytes(bytes), JsonState::Spilling(spilling)) => spilling.feed(bytes),
-            (Spill::Bytes(_), JsonState::Message(_)) => {}
-        }
-        true
-    }
-
-    /// A frame that spilled: stop, or report and go on.
-    #[cold]
-    #[inline(never)]
-    fn spilled_frame<S: Sink + ?Sized>(
-        &mut self,
-        frame: &Frame<'_>,
-        capacity: usize,
-        sink: &mut S,
-    ) -> Result<(), Error> {
-        let e = self.spilled(frame, capacity);
-        if self.config.policy != Policy::Monitor {
-            return Err(e);
-        }
-        self.violations = self.violations.saturating_add(1);
-        match &self.json {
-            JsonState::Message(m) if matches!(e.kind, ErrorKind::Json(_)) => {
-                sink.violation(&e, m);
-            }
-            _ => sink.violation(&e, &e.kind),
-        }
-        Ok(())
-    }
-
-    /// The verdict on a frame that spilled: a JSON error (the reference's),
-    /// or, for well-formed JSON, the buffer's capacity.
-    #[cold]
-    #[inline(never)]
-    fn spilled(&mut self, frame: &Frame<'_>, capacity: usize) -> Error {
-        let JsonState::Spilling(spilling) = self.json else {
-            return sse_error(
-                SseError::FrameTooLarge {
-                    offset: frame.start,
-                    capacity,
-                },
-                frame.index,
-            );
-        };
-        let (verdict, message) = spilling.finish();
-        if let Some(m) = message {
-            self.json = JsonState::Message(m);
-        }
-        match verdict {
-            Verdict::TooLarge { overflow_at } => sse_error(
-                SseError::FrameTooLarge {
-                    offset: overflow_at,
-                    capacity,
-                },
-                frame.index,
-            ),
-            Verdict::Json { error, first_line } => {
-                let kind = match error.kind {
-                    JsonErrorKind::TooDeep { limit } => {
-                        ErrorKind::Capacity(Capacity::JsonDepth { limit })
-                    }
-                    _ => ErrorKind::Json(error),
-                };
-                let offset = if first_line {
-                    frame.payload_offset.saturating_add(error.offset as u64)
-                } else {
-                    frame.start
-                };
-                Error {
-                    kind,
-                    stage: Stage::Sse,
-                    frame: frame.index,
-                    offset,
-                }
-            }
-        }
-    }
-
     /// Decodes, translates, normalizes and verifies one frame. `Err` only
-    /// when the pipeline must stop.
+    /// when the pipeline must stop. A JSON syntax error's message goes to
+    /// `json`.
     fn frame<S: Sink + ?Sized>(
         &mut self,
         frame: &Frame<'_>,
-        capacity: usize,
         sink: &mut S,
+        json: &mut Option<V8Message>,
     ) -> Result<(), Error> {
         let monitor = self.config.policy == Policy::Monitor;
-        if frame.spilled {
-            return self.spilled_frame(frame, capacity, sink);
-        }
         let decode_error = |e| {
             Error::from_decode(
                 e,
@@ -535,7 +511,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
         // Matched by reference: the event view is not copied out.
         let decoded = decode(frame.payload, self.config.dialect, self.config.limits);
         if let Err(DecodeError::Json(e)) = decoded {
-            self.json = JsonState::Message(V8Message::new(frame.payload, e));
+            *json = Some(V8Message::new(frame.payload, e));
         }
         let event = match &decoded {
             Ok(Some(event)) => event,
@@ -543,10 +519,8 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
             Err(e) if monitor => {
                 let e = decode_error(*e);
                 self.violations = self.violations.saturating_add(1);
-                match &self.json {
-                    JsonState::Message(m) if matches!(e.kind, ErrorKind::Json(_)) => {
-                        sink.violation(&e, m);
-                    }
+                match json {
+                    Some(m) if matches!(e.kind, ErrorKind::Json(_)) => sink.violation(&e, m),
                     _ => sink.violation(&e, &e.kind),
                 }
                 return Ok(());

@@ -7,14 +7,27 @@
 //! nothing but this small state is kept.
 
 use crate::json::{JsonError, JsonErrorKind, Limits, Scanner, V8Message};
+use crate::sse::{Spill, SpillSink};
 
-/// The state of a spilling frame, or the message of the last JSON error.
+/// The state of a spilling frame, or the message of the last JSON error:
+/// the framer's spill sink (one or the other is needed at a time).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum JsonState {
     /// The last JSON syntax error, as V8 words it.
     Message(V8Message),
     /// A frame is spilling.
     Spilling(Spilling),
+}
+
+impl SpillSink for JsonState {
+    fn spill(&mut self, spill: Spill<'_>) -> bool {
+        match (spill, &mut *self) {
+            (Spill::Begin { offset }, state) => *state = JsonState::Spilling(Spilling::new(offset)),
+            (Spill::Bytes(bytes), JsonState::Spilling(s)) => s.feed(bytes),
+            (Spill::Bytes(_), JsonState::Message(_)) => {}
+        }
+        true
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -56,10 +69,12 @@ fn utf16_units(bytes: &[u8]) -> u32 {
 }
 
 impl Spilling {
-    pub(crate) const fn new(overflow_at: u64, limits: Limits) -> Self {
+    /// A frame that stopped fitting at stream offset `overflow_at`; its
+    /// JSON is checked 64 levels deep, whatever the limits.
+    pub(crate) const fn new(overflow_at: u64) -> Self {
         Spilling {
             overflow_at,
-            scan: Scanner::new(limits),
+            scan: Scanner::new(Limits::new()),
             error: None,
             seen: 0,
             first_lf: usize::MAX,

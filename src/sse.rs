@@ -89,7 +89,7 @@ pub struct Frame<'a> {
     /// Whether `payload` borrows the caller's input directly (zero-copy) or the framer's buffer.
     pub borrowed: bool,
     /// The payload did not fit the buffer and went, piece by piece, to the
-    /// callback of [`SseFramer::feed_spilling`]; `payload` is empty.
+    /// framer's [`SpillSink`] ([`SseFramer::with_spill`]); `payload` is empty.
     pub spilled: bool,
     /// Value of the last `event:` field of this block.
     pub event: SseField<'a>,
@@ -97,7 +97,7 @@ pub struct Frame<'a> {
     pub id: SseField<'a>,
 }
 
-/// What [`SseFramer::feed_spilling`] hands its callback when a payload does
+/// What a framer hands its [`SpillSink`] when a payload does
 /// not fit the buffer: where it stopped fitting, then its bytes in order
 /// (the data lines' values joined with `\n`), from its first byte on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,9 +111,31 @@ pub enum Spill<'a> {
     Bytes(&'a [u8]),
 }
 
-/// A spill callback; it returns false to refuse (then the framer reports
-/// [`SseError::FrameTooLarge`]).
-type SpillFn<'s> = dyn FnMut(Spill<'_>) -> bool + 's;
+/// Where a framer puts a payload that outgrows its buffer
+/// ([`SseFramer::with_spill`]). Implemented for every
+/// `FnMut(Spill<'_>) -> bool`.
+pub trait SpillSink {
+    /// Takes what spills; returns false to refuse [`Spill::Begin`] (then the
+    /// framer reports [`SseError::FrameTooLarge`]).
+    fn spill(&mut self, spill: Spill<'_>) -> bool;
+}
+
+impl<F: FnMut(Spill<'_>) -> bool> SpillSink for F {
+    fn spill(&mut self, spill: Spill<'_>) -> bool {
+        self(spill)
+    }
+}
+
+/// The default [`SpillSink`]: refuses, so a payload larger than the buffer
+/// is [`SseError::FrameTooLarge`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Refuse;
+
+impl SpillSink for Refuse {
+    fn spill(&mut self, _: Spill<'_>) -> bool {
+        false
+    }
+}
 
 /// A field the framer acts on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -279,8 +301,10 @@ struct FastBlock {
 /// # Ok::<(), agui_stream::sse::SseError>(())
 /// ```
 #[derive(Debug)]
-pub struct SseFramer<'b> {
+pub struct SseFramer<'b, S = Refuse> {
     buf: &'b mut [u8],
+    /// Takes a payload that outgrows `buf`.
+    spill: S,
     /// Bytes of `buf` in use (`Mode::Buffered`).
     len: usize,
     mode: Mode,
@@ -312,8 +336,46 @@ impl<'b> SseFramer<'b> {
     /// its length is the largest payload that can span pushes.
     #[must_use]
     pub fn new(buf: &'b mut [u8]) -> Self {
+        Self::with_spill(buf, Refuse)
+    }
+}
+
+impl<'b, S: SpillSink> SseFramer<'b, S> {
+    /// A framer that hands a payload larger than `buf` to `spill` as it
+    /// arrives, instead of failing: first [`Spill::Begin`], then its bytes
+    /// from the first one on; the frame is then dispatched with
+    /// [`Frame::spilled`] set and an empty payload. The buffer stays a
+    /// performance knob, not a limit.
+    ///
+    /// ```
+    /// use agui_stream::sse::{Spill, SseFramer};
+    /// let mut buf = [0u8; 4];
+    /// let mut spilled = Vec::new();
+    /// let sink = |s: Spill<'_>| {
+    ///     if let Spill::Bytes(b) = s {
+    ///         spilled.extend_from_slice(b);
+    ///     }
+    ///     true
+    /// };
+    /// let mut framer = SseFramer::with_spill(&mut buf, sink);
+    /// let mut frames = 0;
+    /// for push in [&b"data: {\"a\""[..], b":1}\ndata: 2\n\ndata: {}\n\n"] {
+    ///     let mut pos = 0;
+    ///     while let Some(f) = framer.feed(push, &mut pos)? {
+    ///         assert_eq!(f.spilled, f.index == 0);
+    ///         frames += 1;
+    ///     }
+    /// }
+    /// drop(framer);
+    /// assert_eq!(spilled, b"{\"a\":1}\n2");
+    /// assert_eq!(frames, 2);
+    /// # Ok::<(), agui_stream::sse::SseError>(())
+    /// ```
+    #[must_use]
+    pub fn with_spill(buf: &'b mut [u8], spill: S) -> Self {
         SseFramer {
             buf,
+            spill,
             len: 0,
             mode: Mode::Empty,
             offset: 0,
@@ -340,6 +402,16 @@ impl<'b> SseFramer<'b> {
         self.buf.len()
     }
 
+    /// The spill sink.
+    pub fn spill_sink(&self) -> &S {
+        &self.spill
+    }
+
+    /// The spill sink, to change.
+    pub fn spill_sink_mut(&mut self) -> &mut S {
+        &mut self.spill
+    }
+
     /// Scans `input[*pos..]`. Returns `Ok(Some(frame))` as soon as one frame is dispatched (a blank
     /// line after at least one `data` line), with `*pos` set just past the bytes consumed; call again
     /// with the same `input` and `pos` for the next one.
@@ -350,56 +422,13 @@ impl<'b> SseFramer<'b> {
     ///
     /// # Errors
     ///
-    /// [`SseError::FrameTooLarge`] if a payload that must be copied does not fit the buffer; the
-    /// framer should not be used afterwards (except through [`finish`](Self::finish), which resets it).
+    /// [`SseError::FrameTooLarge`] if a payload that must be copied does not fit the buffer (and
+    /// the [`SpillSink`] refuses it); the framer should not be used afterwards (except through
+    /// [`finish`](Self::finish), which resets it).
     pub fn feed<'s>(
         &'s mut self,
         input: &'s [u8],
         pos: &mut usize,
-    ) -> Result<Option<Frame<'s>>, SseError> {
-        self.feed_spilling(input, pos, &mut |_| false)
-    }
-
-    /// [`feed`](Self::feed), but a payload that does not fit the buffer is
-    /// handed to `spill` as it arrives instead of failing: first
-    /// [`Spill::Begin`] (return false to refuse, and get
-    /// [`SseError::FrameTooLarge`]), then its bytes from the first one on,
-    /// then the frame is dispatched with [`Frame::spilled`] set and an
-    /// empty payload. The frame buffer stays a performance knob, not a
-    /// limit.
-    ///
-    /// ```
-    /// use agui_stream::sse::{Spill, SseFramer};
-    /// let mut buf = [0u8; 4];
-    /// let mut framer = SseFramer::new(&mut buf);
-    /// let mut spilled = Vec::new();
-    /// let mut frames = 0;
-    /// for push in [&b"data: {\"a\""[..], b":1}\ndata: 2\n\ndata: {}\n\n"] {
-    ///     let mut pos = 0;
-    ///     let mut sink = |s: Spill<'_>| {
-    ///         if let Spill::Bytes(b) = s {
-    ///             spilled.extend_from_slice(b);
-    ///         }
-    ///         true
-    ///     };
-    ///     while let Some(f) = framer.feed_spilling(push, &mut pos, &mut sink)? {
-    ///         assert_eq!(f.spilled, f.index == 0);
-    ///         frames += 1;
-    ///     }
-    /// }
-    /// assert_eq!(spilled, b"{\"a\":1}\n2");
-    /// assert_eq!(frames, 2);
-    /// # Ok::<(), agui_stream::sse::SseError>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// [`SseError::FrameTooLarge`] only if `spill` refuses.
-    pub fn feed_spilling<'s>(
-        &'s mut self,
-        input: &'s [u8],
-        pos: &mut usize,
-        spill: &mut SpillFn<'_>,
     ) -> Result<Option<Frame<'s>>, SseError> {
         let start = (*pos).min(input.len());
         let cur = Cursor {
@@ -407,7 +436,7 @@ impl<'b> SseFramer<'b> {
             start,
         };
         let mut i = start;
-        let out = self.run(input, &mut i, cur, spill);
+        let out = self.run(input, &mut i, cur);
         *pos = i;
         self.offset = cur.at(i);
         match out? {
@@ -425,20 +454,7 @@ impl<'b> SseFramer<'b> {
     ///
     /// [`SseError::FrameTooLarge`] if completing the pending data line overflows the buffer.
     pub fn finish(&mut self) -> Result<Option<Frame<'_>>, SseError> {
-        self.finish_spilling(&mut |_| false)
-    }
-
-    /// [`finish`](Self::finish) for a framer fed with
-    /// [`feed_spilling`](Self::feed_spilling).
-    ///
-    /// # Errors
-    ///
-    /// [`SseError::FrameTooLarge`] only if `spill` refuses.
-    pub fn finish_spilling(
-        &mut self,
-        spill: &mut SpillFn<'_>,
-    ) -> Result<Option<Frame<'_>>, SseError> {
-        let out = self.finish_inner(spill);
+        let out = self.finish_inner();
         self.reset();
         match out? {
             Some(d) => Ok(Some(self.frame(&[], d))),
@@ -463,14 +479,13 @@ impl<'b> SseFramer<'b> {
         input: &[u8],
         i: &mut usize,
         cur: Cursor,
-        spill: &mut SpillFn<'_>,
     ) -> Result<Option<Dispatch>, SseError> {
         loop {
             let at = *i;
             let rest = input.get(at..).unwrap_or_default();
             let Some(&first) = rest.first() else {
                 if let Mode::Borrowed { start, end } = self.mode {
-                    self.unborrow(input, start, end, cur, spill)?;
+                    self.unborrow(input, start, end, cur)?;
                 }
                 return Ok(None);
             };
@@ -503,15 +518,15 @@ impl<'b> SseFramer<'b> {
             match found {
                 Some(k) => {
                     let e = at.saturating_add(k);
-                    self.scan(input, at, e, true, cur, spill)?;
+                    self.scan(input, at, e, true, cur)?;
                     self.pending_cr = input.get(e) == Some(&b'\r');
                     *i = e.saturating_add(1);
-                    if let Some(d) = self.end_line(input, e, cur, spill)? {
+                    if let Some(d) = self.end_line(input, e, cur)? {
                         return Ok(Some(d));
                     }
                 }
                 None => {
-                    self.scan(input, at, input.len(), false, cur, spill)?;
+                    self.scan(input, at, input.len(), false, cur)?;
                     *i = input.len();
                 }
             }
@@ -560,7 +575,6 @@ impl<'b> SseFramer<'b> {
         b: usize,
         eol: bool,
         cur: Cursor,
-        spill: &mut SpillFn<'_>,
     ) -> Result<(), SseError> {
         loop {
             match self.line {
@@ -616,16 +630,15 @@ impl<'b> SseFramer<'b> {
                     if input.get(a) == Some(&b' ') {
                         a = a.saturating_add(1);
                     }
-                    return self.begin_value(field, input, a, b, eol, cur, spill);
+                    return self.begin_value(field, input, a, b, eol, cur);
                 }
-                Line::Value(field) => return self.append_value(field, input, a, b, cur, spill),
+                Line::Value(field) => return self.append_value(field, input, a, b, cur),
                 Line::Skip => return Ok(()),
             }
         }
     }
 
     /// A value starts at `input[a]`; `input[a..b]` is its first part (all of it if `eol`).
-    #[allow(clippy::too_many_arguments)] // the line's place, and where spilled bytes go
     fn begin_value(
         &mut self,
         field: Field,
@@ -634,21 +647,21 @@ impl<'b> SseFramer<'b> {
         b: usize,
         eol: bool,
         cur: Cursor,
-        spill: &mut SpillFn<'_>,
     ) -> Result<(), SseError> {
         self.line = Line::Value(field);
         match field {
-            Field::Data if eol => return self.data_line(input, a, b, cur, spill),
-            Field::Data => self.open_data(input, cur.at(a), cur, spill)?,
+            Field::Data if eol => return self.data_line(input, a, b, cur),
+            Field::Data => self.open_data(input, cur.at(a), cur)?,
             Field::Event => self.event = Stored::Len(0),
             Field::Id => {
                 self.id_pending = Stored::Len(0);
                 self.id_nul = false;
             }
         }
-        self.append_value(field, input, a, b, cur, spill)
+        self.append_value(field, input, a, b, cur)
     }
 
+    #[inline(always)]
     fn append_value(
         &mut self,
         field: Field,
@@ -656,11 +669,10 @@ impl<'b> SseFramer<'b> {
         a: usize,
         b: usize,
         cur: Cursor,
-        spill: &mut SpillFn<'_>,
     ) -> Result<(), SseError> {
         let bytes = input.get(a..b).unwrap_or_default();
         match field {
-            Field::Data => self.push_buf(bytes, cur.at(a), spill),
+            Field::Data => self.push_buf(bytes, cur.at(a)),
             Field::Event => {
                 self.event = self.event.append(&mut self.event_buf, bytes);
                 Ok(())
@@ -681,31 +693,18 @@ impl<'b> SseFramer<'b> {
     }
 
     /// A complete data line whose value is `input[a..b]`.
-    fn data_line(
-        &mut self,
-        input: &[u8],
-        a: usize,
-        b: usize,
-        cur: Cursor,
-        spill: &mut SpillFn<'_>,
-    ) -> Result<(), SseError> {
+    fn data_line(&mut self, input: &[u8], a: usize, b: usize, cur: Cursor) -> Result<(), SseError> {
         if self.mode == Mode::Empty {
             self.payload_offset = cur.at(a);
             self.mode = Mode::Borrowed { start: a, end: b };
             return Ok(());
         }
-        self.open_data(input, cur.at(a), cur, spill)?;
-        self.push_buf(input.get(a..b).unwrap_or_default(), cur.at(a), spill)
+        self.open_data(input, cur.at(a), cur)?;
+        self.push_buf(input.get(a..b).unwrap_or_default(), cur.at(a))
     }
 
     /// Starts a data line whose value goes to the buffer; its value starts at stream offset `at`.
-    fn open_data(
-        &mut self,
-        input: &[u8],
-        at: u64,
-        cur: Cursor,
-        spill: &mut SpillFn<'_>,
-    ) -> Result<(), SseError> {
+    fn open_data(&mut self, input: &[u8], at: u64, cur: Cursor) -> Result<(), SseError> {
         match self.mode {
             Mode::Empty => {
                 self.payload_offset = at;
@@ -714,10 +713,10 @@ impl<'b> SseFramer<'b> {
                 Ok(())
             }
             Mode::Borrowed { start, end } => {
-                self.unborrow(input, start, end, cur, spill)?;
-                self.push_buf(b"\n", at, spill)
+                self.unborrow(input, start, end, cur)?;
+                self.push_buf(b"\n", at)
             }
-            Mode::Buffered | Mode::Spilled => self.push_buf(b"\n", at, spill),
+            Mode::Buffered | Mode::Spilled => self.push_buf(b"\n", at),
         }
     }
 
@@ -728,26 +727,19 @@ impl<'b> SseFramer<'b> {
         start: usize,
         end: usize,
         cur: Cursor,
-        spill: &mut SpillFn<'_>,
     ) -> Result<(), SseError> {
         self.len = 0;
         self.mode = Mode::Buffered;
-        self.push_buf(
-            input.get(start..end).unwrap_or_default(),
-            cur.at(start),
-            spill,
-        )
+        self.push_buf(input.get(start..end).unwrap_or_default(), cur.at(start))
     }
 
     /// Appends `bytes`, which start at stream offset `at`, to the payload:
-    /// to the buffer while it fits, then to `spill`.
-    fn push_buf(&mut self, bytes: &[u8], at: u64, spill: &mut SpillFn<'_>) -> Result<(), SseError> {
-        if self.mode == Mode::Spilled {
-            spill(Spill::Bytes(bytes));
-            return Ok(());
-        }
+    /// to the buffer while it fits, then to the spill sink.
+    #[inline(always)]
+    fn push_buf(&mut self, bytes: &[u8], at: u64) -> Result<(), SseError> {
         let len = self.len;
-        if let Some(end) = len.checked_add(bytes.len())
+        if !matches!(self.mode, Mode::Spilled)
+            && let Some(end) = len.checked_add(bytes.len())
             && let Some(dst) = self.buf.get_mut(len..end)
         {
             crate::work::add(bytes.len());
@@ -755,13 +747,26 @@ impl<'b> SseFramer<'b> {
             self.len = end;
             return Ok(());
         }
+        self.overflow(bytes, at)
+    }
+
+    /// [`push_buf`](Self::push_buf) past the buffer.
+    #[cold]
+    #[inline(never)]
+    fn overflow(&mut self, bytes: &[u8], at: u64) -> Result<(), SseError> {
+        if matches!(self.mode, Mode::Spilled) {
+            self.spill.spill(Spill::Bytes(bytes));
+            return Ok(());
+        }
+        let len = self.len;
         let capacity = self.buf.len();
         let offset = at.saturating_add(capacity.saturating_sub(len) as u64);
-        if !spill(Spill::Begin { offset }) {
+        if !self.spill.spill(Spill::Begin { offset }) {
             return Err(SseError::FrameTooLarge { offset, capacity });
         }
-        spill(Spill::Bytes(self.buf.get(..len).unwrap_or_default()));
-        spill(Spill::Bytes(bytes));
+        self.spill
+            .spill(Spill::Bytes(self.buf.get(..len).unwrap_or_default()));
+        self.spill.spill(Spill::Bytes(bytes));
         self.len = 0;
         self.mode = Mode::Spilled;
         Ok(())
@@ -773,7 +778,6 @@ impl<'b> SseFramer<'b> {
         input: &[u8],
         e: usize,
         cur: Cursor,
-        spill: &mut SpillFn<'_>,
     ) -> Result<Option<Dispatch>, SseError> {
         match core::mem::replace(&mut self.line, Line::Start) {
             Line::Start => {
@@ -785,9 +789,9 @@ impl<'b> SseFramer<'b> {
                 return Ok(Some(self.take(cur.at(e.saturating_add(1)), true)));
             }
             Line::Name { field, matched } if usize::from(matched) == field.name().len() => {
-                self.empty_value(field, input, e, cur, spill)?;
+                self.empty_value(field, input, e, cur)?;
             }
-            Line::Space(field) => self.empty_value(field, input, e, cur, spill)?,
+            Line::Space(field) => self.empty_value(field, input, e, cur)?,
             Line::Value(Field::Id) => self.commit_id(),
             Line::Name { .. } | Line::Value(_) | Line::Skip => {}
         }
@@ -801,10 +805,9 @@ impl<'b> SseFramer<'b> {
         input: &[u8],
         e: usize,
         cur: Cursor,
-        spill: &mut SpillFn<'_>,
     ) -> Result<(), SseError> {
         match field {
-            Field::Data => return self.data_line(input, e, e, cur, spill),
+            Field::Data => return self.data_line(input, e, e, cur),
             Field::Event => self.event = Stored::Len(0),
             Field::Id => {
                 self.id_pending = Stored::Len(0);
@@ -848,7 +851,7 @@ impl<'b> SseFramer<'b> {
         d
     }
 
-    fn finish_inner(&mut self, spill: &mut SpillFn<'_>) -> Result<Option<Dispatch>, SseError> {
+    fn finish_inner(&mut self) -> Result<Option<Dispatch>, SseError> {
         if self.bom > 0 && self.bom < BOM_DONE {
             // A partial BOM alone is a line with an unknown field name.
             self.line = Line::Skip;
@@ -859,7 +862,7 @@ impl<'b> SseFramer<'b> {
                 start: 0,
             };
             // Not a blank line, so this never dispatches.
-            self.end_line(&[], 0, cur, spill)?;
+            self.end_line(&[], 0, cur)?;
         }
         match self.mode {
             Mode::Empty => return Ok(None),
@@ -1000,11 +1003,10 @@ mod tests {
     fn run_spilling(pushes: &[&[u8]], cap: usize) -> Vec<Rec> {
         use std::cell::{Cell, RefCell};
         let mut buf = vec![0u8; cap];
-        let mut fr = SseFramer::new(&mut buf);
         let mut out = Vec::new();
         let spilled = RefCell::new(Vec::new());
         let begun = Cell::new(false);
-        let mut spill = |s: Spill<'_>| {
+        let spill = |s: Spill<'_>| {
             match s {
                 Spill::Begin { .. } => {
                     assert!(!begun.replace(true), "one Begin per frame");
@@ -1025,13 +1027,14 @@ mod tests {
             }
             r
         };
+        let mut fr = SseFramer::with_spill(&mut buf, spill);
         for p in pushes {
             let mut pos = 0;
-            while let Some(f) = fr.feed_spilling(p, &mut pos, &mut spill).unwrap() {
+            while let Some(f) = fr.feed(p, &mut pos).unwrap() {
                 out.push(take(&f));
             }
         }
-        if let Some(f) = fr.finish_spilling(&mut spill).unwrap() {
+        if let Some(f) = fr.finish().unwrap() {
             out.push(take(&f));
         }
         out
