@@ -33,6 +33,9 @@ fuzz_target!(|input: &[u8]| {
     let got = got.and_then(|()| v.finish());
     assert_eq!(got, want, "{:?}", text.escape_ascii().to_string());
     if serde_json::from_slice::<serde::de::IgnoredAny>(text).is_ok() {
-        assert!(got.is_ok() || matches!(got, Err(e) if matches!(e.kind, agui_stream::json::JsonErrorKind::TooDeep { .. })));
+        assert!(
+            got.is_ok()
+                || matches!(got, Err(e) if matches!(e.kind, agui_stream::json::JsonErrorKind::TooDeep { .. }))
+        );
     }
 });

@@ -1,7 +1,10 @@
 //! The split must not matter: an SSE stream pushed through `Pipeline` in
 //! arbitrary chunks gives exactly the outcome of one push — the same events
 //! (encoded), the same `FrameInfo`s, the same violations and the same final
-//! `Summary` or `Error` — in both dialects and both policies.
+//! `Summary` or `Error` — in both dialects and both policies. Nor must the
+//! frame buffer: through a 32-byte one (frames that do not fit spill past
+//! it) the outcome is the same unless a frame did not fit, and then what
+//! came before that frame is the same.
 //!
 //! Input layout: `[flags, n, sizes[0..n], stream...]`.
 //! - `flags` bit 0: `Minting::Deterministic` (else `PerRun`); bit 1: `strict_end`.
@@ -44,7 +47,11 @@ type Outcome = (Vec<Seen>, Result<Summary, Error>, Option<String>);
 
 /// Pushes `chunks` in order, stopping at the first error, then finishes.
 fn run<'c>(config: Config, chunks: impl Iterator<Item = &'c [u8]>) -> Outcome {
-    let mut buffer = vec![0u8; BUFFER];
+    run_with(config, chunks, BUFFER)
+}
+
+fn run_with<'c>(config: Config, chunks: impl Iterator<Item = &'c [u8]>, buffer: usize) -> Outcome {
+    let mut buffer = vec![0u8; buffer];
     let mut pipeline = Pipeline::new(&mut buffer, config);
     let mut sink = Record::default();
     let mut result = Ok(());
@@ -107,6 +114,79 @@ fuzz_target!(|data: &[u8]| {
             let whole = run(config, core::iter::once(stream));
             let pieces = run(config, chunks.iter().copied());
             assert_eq!(whole, pieces, "{config:?}, pushes of {sizes:?} bytes");
+            let small = run_with(config, chunks.iter().copied(), SMALL);
+            same_unless_a_frame_did_not_fit(&whole, &small);
         }
     }
 });
+
+/// A frame buffer most frames do not fit.
+const SMALL: usize = 32;
+
+/// The errors of a frame that spilled past the small buffer and was
+/// well-formed (a spilled frame's JSON is checked 64 levels deep).
+fn did_not_fit(e: &Error) -> bool {
+    use agui_stream::{Capacity, ErrorKind};
+    matches!(
+        e.kind,
+        ErrorKind::Capacity(Capacity::FrameBuffer { capacity: SMALL })
+            | ErrorKind::Capacity(Capacity::JsonDepth { limit: 64 })
+    )
+}
+
+/// Messages aside for unexpected tokens, which a spilled frame words
+/// without the text around them.
+fn comparable(message: &str) -> &str {
+    if message.starts_with("Unexpected token") {
+        ""
+    } else {
+        message
+    }
+}
+
+fn same_unless_a_frame_did_not_fit(whole: &Outcome, small: &Outcome) {
+    let stop_at = small
+        .0
+        .iter()
+        .find_map(|s| match s {
+            Seen::Violation(e, _) if did_not_fit(e) => Some(e.frame),
+            _ => None,
+        })
+        .or(small
+            .1
+            .as_ref()
+            .err()
+            .filter(|e| did_not_fit(e))
+            .map(|e| e.frame));
+    let key = |seen: &Seen| match seen {
+        Seen::Event(json, info) => (info.index, json.clone(), String::new()),
+        Seen::Violation(e, m) => (e.frame, Vec::new(), format!("{e:?} {}", comparable(m))),
+    };
+    match stop_at {
+        None => {
+            let (a, b): (Vec<_>, Vec<_>) = (
+                whole.0.iter().map(key).collect(),
+                small.0.iter().map(key).collect(),
+            );
+            assert_eq!(a, b, "the small buffer changed the events");
+            assert_eq!(whole.1, small.1);
+            assert_eq!(
+                whole.2.as_deref().map(comparable),
+                small.2.as_deref().map(comparable)
+            );
+        }
+        Some(frame) => {
+            let before = |o: &Outcome| {
+                o.0.iter()
+                    .map(key)
+                    .filter(|k| k.0 < frame)
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(
+                before(whole),
+                before(small),
+                "events before the frame that did not fit"
+            );
+        }
+    }
+}
