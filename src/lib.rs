@@ -88,6 +88,7 @@ pub use pipeline::{
     OpenCounts, Pipeline, Policy, Sink, Summary,
 };
 pub use schema::{Dialect, SchemaError, SchemaProblem};
+pub use spilled::StandIns;
 pub use string::{BufferTooSmall, Chars, JsonStr, Unescaped};
 pub use verify::{Entity, Rule, RunPhase};
 

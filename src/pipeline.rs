@@ -11,8 +11,8 @@ use crate::json::{JsonErrorKind, Limits, V8Message};
 use crate::legacy::{Minting, Translator};
 use crate::normalize::{Normalizer, Stop};
 use crate::schema::Dialect;
-use crate::spilled::{JsonState, Verdict};
-use crate::sse::{Frame, SseError, SseFramer};
+use crate::spilled::{JsonState, StandIns, Verdict, allowed};
+use crate::sse::{Frame, SseError, SseField, SseFramer};
 use crate::verify::{Entity, RunPhase, Verifier, VerifyError};
 
 /// Default capacity of the verifier's open-id table (open text messages,
@@ -127,6 +127,13 @@ pub struct FrameInfo {
     /// False for an event the pipeline synthesized (chunk expansion,
     /// `THINKING_*` translation): it has no bytes of its own in the frame.
     pub original: bool,
+    /// The frame did not fit the frame buffer: it was checked as it
+    /// streamed past, and its bytes are gone (`start..end` of the stream).
+    pub spilled: bool,
+    /// The members of a spilled frame that no rule reads whose values did
+    /// not fit: the event shows them as empty values of the same kind (`""`,
+    /// `{}`, `[]`); their content is in the stream's `start..end`.
+    pub stand_ins: StandIns,
 }
 
 /// Receives events in stream order.
@@ -221,11 +228,22 @@ impl Summary {
 macro_rules! run_frame {
     ($pipeline:ident, $frame:ident, $sink:ident) => {
         if $frame.spilled {
-            let at = ($frame.index, $frame.start, $frame.payload_offset);
-            $pipeline.spilled(at, $sink)
+            // The stand-in is the framer's buffer; the frame is let go so
+            // that the spill sink can be read.
+            let frame = Frame {
+                payload: &[],
+                event: SseField::Absent,
+                id: SseField::Absent,
+                ..$frame
+            };
+            let len = $frame.payload.len();
+            $pipeline.spilled(frame, len, $sink)
         } else {
             let mut message = None;
-            let result = $pipeline.stages.frame(&$frame, $sink, &mut message);
+            let no_stand_ins = StandIns::default();
+            let result = $pipeline
+                .stages
+                .frame(&$frame, no_stand_ins, $sink, &mut message);
             if let Some(m) = message {
                 *$pipeline.framer.spill_sink_mut() = JsonState::Message(m);
             }
@@ -331,16 +349,30 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         }
     }
 
-    /// A frame that spilled: its JSON error (the reference's verdict), or,
-    /// for well-formed JSON, the buffer's capacity. Stops, or (monitoring)
+    /// A frame that spilled (its stand-in is the first `len` bytes of the
+    /// buffer): the stand-in through the stages, or its JSON error (the
+    /// reference's verdict), or the buffer's capacity where the stand-in
+    /// could change the verdict. Stops, or (monitoring)
     /// reports it and goes on.
     #[cold]
     #[inline(never)]
     fn spilled<S: Sink + ?Sized>(
         &mut self,
-        (index, start, payload_offset): (u64, u64, u64),
+        frame: Frame<'_>,
+        len: usize,
         sink: &mut S,
     ) -> Result<(), Error> {
+        let (index, start, payload_offset) = (frame.index, frame.start, frame.payload_offset);
+        let config = self.stages.config;
+        if let JsonState::Spilling(spilling) = self.framer.spill_sink()
+            && let Verdict::StandIn(stand_ins) = spilling.finish().0
+        {
+            let payload = self.framer.buffer().get(..len).unwrap_or_default();
+            if allowed(stand_ins, payload, config.dialect, config.check_tool_args) {
+                let frame = Frame { payload, ..frame };
+                return self.stages.frame(&frame, stand_ins, sink, &mut None);
+            }
+        }
         let capacity = self.framer.capacity();
         let state = self.framer.spill_sink_mut();
         let too_large = |offset| sse_error(SseError::FrameTooLarge { offset, capacity }, index);
@@ -353,6 +385,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                 }
                 match verdict {
                     Verdict::TooLarge { overflow_at } => too_large(overflow_at),
+                    Verdict::StandIn(_) => too_large(spilling.overflow_at),
                     Verdict::Json { error, first_line } => Error {
                         kind: match error.kind {
                             JsonErrorKind::TooDeep { limit } => {
@@ -495,6 +528,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
     fn frame<S: Sink + ?Sized>(
         &mut self,
         frame: &Frame<'_>,
+        stand_ins: StandIns,
         sink: &mut S,
         json: &mut Option<V8Message>,
     ) -> Result<(), Error> {
@@ -538,6 +572,8 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
             end: frame.end,
             terminated: frame.terminated,
             original: false,
+            spilled: frame.spilled,
+            stand_ins,
         };
         let verifier = &mut self.verifier;
         let (events, violations) = (&mut self.events, &mut self.violations);

@@ -89,7 +89,8 @@ pub struct Frame<'a> {
     /// Whether `payload` borrows the caller's input directly (zero-copy) or the framer's buffer.
     pub borrowed: bool,
     /// The payload did not fit the buffer and went, piece by piece, to the
-    /// framer's [`SpillSink`] ([`SseFramer::with_spill`]); `payload` is empty.
+    /// framer's [`SpillSink`] ([`SseFramer::with_spill`]); `payload` is the
+    /// stand-in the sink left in the buffer (empty for a closure).
     pub spilled: bool,
     /// Value of the last `event:` field of this block.
     pub event: SseField<'a>,
@@ -112,17 +113,39 @@ pub enum Spill<'a> {
 }
 
 /// Where a framer puts a payload that outgrows its buffer
-/// ([`SseFramer::with_spill`]). Implemented for every
-/// `FnMut(Spill<'_>) -> bool`.
+/// ([`SseFramer::with_spill`]). While a payload spills, the framer's buffer
+/// is free: the sink may use it, and what it leaves at the start of it
+/// ([`end`](Self::end)) is the frame's [`payload`](Frame::payload), a
+/// stand-in for the payload that did not fit. Implemented for every
+/// `FnMut(Spill<'_>) -> bool` (which leaves no stand-in).
 pub trait SpillSink {
-    /// Takes what spills; returns false to refuse [`Spill::Begin`] (then the
-    /// framer reports [`SseError::FrameTooLarge`]).
-    fn spill(&mut self, spill: Spill<'_>) -> bool;
+    /// A payload stopped fitting at stream offset `offset`; its first
+    /// bytes are `buf[..held]`. Returns false to refuse it (then the framer
+    /// reports [`SseError::FrameTooLarge`]).
+    fn begin(&mut self, offset: u64, buf: &mut [u8], held: usize) -> bool;
+
+    /// The spilling payload's next bytes.
+    fn bytes(&mut self, bytes: &[u8], buf: &mut [u8]);
+
+    /// The payload ended: the number of bytes at the start of `buf` that
+    /// stand in for it as the frame's payload.
+    fn end(&mut self, buf: &mut [u8]) -> usize {
+        let _ = buf;
+        0
+    }
 }
 
 impl<F: FnMut(Spill<'_>) -> bool> SpillSink for F {
-    fn spill(&mut self, spill: Spill<'_>) -> bool {
-        self(spill)
+    fn begin(&mut self, offset: u64, buf: &mut [u8], held: usize) -> bool {
+        if !self(Spill::Begin { offset }) {
+            return false;
+        }
+        self(Spill::Bytes(buf.get(..held).unwrap_or_default()));
+        true
+    }
+
+    fn bytes(&mut self, bytes: &[u8], _: &mut [u8]) {
+        self(Spill::Bytes(bytes));
     }
 }
 
@@ -132,9 +155,11 @@ impl<F: FnMut(Spill<'_>) -> bool> SpillSink for F {
 pub struct Refuse;
 
 impl SpillSink for Refuse {
-    fn spill(&mut self, _: Spill<'_>) -> bool {
+    fn begin(&mut self, _: u64, _: &mut [u8], _: usize) -> bool {
         false
     }
+
+    fn bytes(&mut self, _: &[u8], _: &mut [u8]) {}
 }
 
 /// A field the framer acts on.
@@ -235,9 +260,13 @@ impl Cursor {
 /// Where a dispatched payload lives.
 #[derive(Clone, Copy)]
 enum Payload {
-    Input { start: usize, end: usize },
+    Input {
+        start: usize,
+        end: usize,
+    },
     Buffer(usize),
-    Spilled,
+    /// Spilled; the sink's stand-in is `buf[..len]`.
+    Spilled(usize),
 }
 
 /// A dispatched frame before it borrows anything.
@@ -400,6 +429,12 @@ impl<'b, S: SpillSink> SseFramer<'b, S> {
     #[must_use]
     pub fn capacity(&self) -> usize {
         self.buf.len()
+    }
+
+    /// The buffer (a spilled frame's stand-in is at its start until the
+    /// next frame spans pushes).
+    pub(crate) fn buffer(&self) -> &[u8] {
+        self.buf
     }
 
     /// The spill sink.
@@ -755,18 +790,16 @@ impl<'b, S: SpillSink> SseFramer<'b, S> {
     #[inline(never)]
     fn overflow(&mut self, bytes: &[u8], at: u64) -> Result<(), SseError> {
         if matches!(self.mode, Mode::Spilled) {
-            self.spill.spill(Spill::Bytes(bytes));
+            self.spill.bytes(bytes, self.buf);
             return Ok(());
         }
         let len = self.len;
         let capacity = self.buf.len();
         let offset = at.saturating_add(capacity.saturating_sub(len) as u64);
-        if !self.spill.spill(Spill::Begin { offset }) {
+        if !self.spill.begin(offset, self.buf, len) {
             return Err(SseError::FrameTooLarge { offset, capacity });
         }
-        self.spill
-            .spill(Spill::Bytes(self.buf.get(..len).unwrap_or_default()));
-        self.spill.spill(Spill::Bytes(bytes));
+        self.spill.bytes(bytes, self.buf);
         self.len = 0;
         self.mode = Mode::Spilled;
         Ok(())
@@ -830,7 +863,7 @@ impl<'b, S: SpillSink> SseFramer<'b, S> {
         let payload = match self.mode {
             Mode::Borrowed { start, end } => Payload::Input { start, end },
             Mode::Empty | Mode::Buffered => Payload::Buffer(self.len),
-            Mode::Spilled => Payload::Spilled,
+            Mode::Spilled => Payload::Spilled(self.spill.end(self.buf)),
         };
         let d = Dispatch {
             payload,
@@ -897,7 +930,7 @@ impl<'b, S: SpillSink> SseFramer<'b, S> {
         let (payload, borrowed) = match d.payload {
             Payload::Input { start, end } => (input.get(start..end).unwrap_or_default(), true),
             Payload::Buffer(len) => (self.buf.get(..len).unwrap_or_default(), false),
-            Payload::Spilled => (&[][..], false),
+            Payload::Spilled(len) => (self.buf.get(..len).unwrap_or_default(), false),
         };
         let id_buf = if d.id_in_b { &self.id_b } else { &self.id_a };
         Frame {
@@ -908,7 +941,7 @@ impl<'b, S: SpillSink> SseFramer<'b, S> {
             payload_offset: d.payload_offset,
             terminated: d.terminated,
             borrowed,
-            spilled: matches!(d.payload, Payload::Spilled),
+            spilled: matches!(d.payload, Payload::Spilled(_)),
             event: d.event.field(&self.event_buf),
             id: d.id.field(id_buf),
         }

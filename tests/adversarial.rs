@@ -411,21 +411,78 @@ fn ten_megabyte_delta_pushed_whole_is_accepted_without_a_buffer() {
 // -------------------------------------- 3. a 10 MB frame, a 4 KiB buffer
 
 #[test]
-fn ten_megabyte_frame_through_a_small_buffer_is_a_frame_buffer_error() {
+fn ten_megabyte_frame_through_a_small_buffer_is_checked_as_it_streams() {
     const BUFFER: usize = 4096;
     const PIECE: usize = 64 * 1024;
     let delta = text(TEN_MB);
     let mut content = br#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":""#.to_vec();
     content.extend_from_slice(&delta);
     content.extend_from_slice(br#""}"#);
+    let mut stream = sse(&[
+        RUN_STARTED,
+        r#"{"type":"TEXT_MESSAGE_START","messageId":"m"}"#,
+    ]);
+    let frame2_start = stream.len() as u64;
+    stream.extend_from_slice(&frame_bytes(&content));
+    stream.extend_from_slice(&sse(&[
+        r#"{"type":"TEXT_MESSAGE_END","messageId":"m"}"#,
+        RUN_FINISHED,
+    ]));
+
+    // The frame is checked as it streams past; the event shows its delta
+    // (which no rule reads) as a stand-in, and says so.
+    let mut buf = vec![0u8; BUFFER];
+    let mut pipeline = Pipeline::new(&mut buf, Config::new());
+    let mut seen = Vec::new();
+    let mut sink = |ev: &Event<'_>, info: &FrameInfo| {
+        seen.push((ev.event_type(), ev.delta().map(|d| d.raw().len()), *info));
+    };
+    for piece in stream.chunks(PIECE) {
+        pipeline.push(piece, &mut sink).unwrap();
+    }
+    let summary = pipeline.finish(&mut sink).unwrap();
+    assert!(summary.is_complete());
+    assert_eq!(seen.len(), 5);
+    let (ty, delta_len, info) = seen[2];
+    assert_eq!((ty, delta_len), (EventType::TextMessageContent, Some(0)));
+    assert!(
+        info.spilled && info.stand_ins.contains(agui_stream::Key::Delta),
+        "{info:?}"
+    );
+    assert_eq!(info.stand_ins.keys().count(), 1);
+    assert_eq!((info.index, info.start), (2, frame2_start));
+    assert_eq!(info.end, frame2_start + frame_bytes(&content).len() as u64);
+    assert!(
+        seen.iter()
+            .enumerate()
+            .all(|(i, s)| s.2.spilled == (i == 2))
+    );
+
+    // The verdict is the reference's: without its start, the content is
+    // a lifecycle violation.
+    let mut orphan = frame(RUN_STARTED);
+    orphan.extend_from_slice(&frame_bytes(&content));
+    let mut buf = vec![0u8; BUFFER];
+    let mut pipeline = Pipeline::new(&mut buf, Config::new());
+    let e = orphan
+        .chunks(PIECE)
+        .try_for_each(|piece| pipeline.push(piece, &mut |_: &Event<'_>, _: &FrameInfo| {}))
+        .unwrap_err();
+    assert_eq!((e.stage, e.frame), (Stage::Verify, 1), "{e}");
+    assert_eq!(
+        pipeline.message(&e).to_string(),
+        "Cannot send 'TEXT_MESSAGE_CONTENT' event: No active text message found with ID 'm'. Start a text message with 'TEXT_MESSAGE_START' first."
+    );
+
+    // A member a rule reads (an id) that does not fit: the verdict needs
+    // it, so the frame is the buffer's capacity, after its end.
+    let mut long_id = br#"{"type":"TEXT_MESSAGE_START","messageId":""#.to_vec();
+    long_id.extend_from_slice(&delta);
+    long_id.extend_from_slice(br#""}"#);
     let mut stream = frame(RUN_STARTED);
     let frame1_start = stream.len() as u64;
-    let payload_at = frame1_start + 6;
-    stream.extend_from_slice(&frame_bytes(&content));
+    stream.extend_from_slice(&frame_bytes(&long_id));
     let pieces = stream.len().div_ceil(PIECE);
-
-    // Stop: the frame is read to its end (its JSON checked as it spills),
-    // then the verdict needs what did not fit.
     let mut buf = vec![0u8; BUFFER];
     let mut pipeline = Pipeline::new(&mut buf, Config::new());
     let mut events = 0u64;
@@ -437,7 +494,7 @@ fn ten_megabyte_frame_through_a_small_buffer_is_a_frame_buffer_error() {
             break;
         }
     }
-    let (piece, e) = failure.expect("the frame cannot fit");
+    let (piece, e) = failure.expect("the id cannot fit");
     assert_eq!(piece, pieces - 1, "the verdict comes at the frame's end");
     assert_eq!(
         e.kind,
@@ -450,7 +507,7 @@ fn ten_megabyte_frame_through_a_small_buffer_is_a_frame_buffer_error() {
         "frame 0 (RUN_STARTED) was fine"
     );
     // The first payload byte that did not fit.
-    assert_eq!(e.offset, payload_at + BUFFER as u64);
+    assert_eq!(e.offset, frame1_start + 6 + BUFFER as u64);
     // Sticky.
     assert_eq!(pipeline.push(b"data: {}\n\n", &mut sink), Err(e));
     assert_eq!(pipeline.finish(&mut sink), Err(e));
@@ -491,14 +548,18 @@ fn ten_megabyte_frame_through_a_small_buffer_is_a_frame_buffer_error() {
             offset: at
         })
     );
-    assert_eq!((e.frame, e.offset), (1, payload_at + at as u64));
+    assert_eq!(
+        (e.frame, e.offset),
+        (1, (frame(RUN_STARTED).len() + 6 + at) as u64)
+    );
     assert_eq!(
         pipeline.message(&e).to_string(),
         format!("Bad control character in string literal in JSON at position {at}")
     );
 
     // The same 4 KiB buffer holds a spanning payload of exactly 4096 bytes,
-    // and that payload is in the caller's buffer afterwards; 4097 do not fit.
+    // and that payload is in the caller's buffer afterwards; of 4097, the
+    // stand-in is.
     for (extra, fits) in [(0usize, true), (1, false)] {
         let head = br#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":""#;
         let fill = BUFFER + extra - head.len() - 2;
@@ -519,16 +580,12 @@ fn ten_megabyte_frame_through_a_small_buffer_is_a_frame_buffer_error() {
             .try_for_each(|piece| pipeline.push(piece, &mut sink))
             .and_then(|()| pipeline.finish(&mut sink));
         drop(pipeline);
+        assert_eq!(result.unwrap().events, 3);
         if fits {
-            assert_eq!(result.unwrap().events, 3);
             assert_eq!(buf, payload, "the spanning frame was kept in our buffer");
         } else {
-            let e = result.unwrap_err();
-            assert_eq!(
-                e.kind,
-                ErrorKind::Capacity(Capacity::FrameBuffer { capacity: BUFFER })
-            );
-            assert_eq!(e.frame, 2);
+            let stand_in = br#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":""}"#;
+            assert_eq!(&buf[..stand_in.len()], stand_in);
         }
     }
 }

@@ -70,7 +70,8 @@ fn work_does_not_depend_on_the_split() {
         work::take() as f64 / s.len() as f64
     };
     // Frames that spill past a 64-byte buffer cost about what they cost
-    // whole: each byte is scanned once more at most.
+    // whole: each byte is scanned, and read for the stand-in, once (at most
+    // twice the work of a frame that fits).
     let big = {
         let delta = "x".repeat(20_000);
         let mut events = vec![common::RUN_STARTED.to_owned(), common::start("m")];
@@ -89,15 +90,13 @@ fn work_does_not_depend_on_the_split() {
         for piece in big.chunks(push) {
             p.push(piece, &mut sink).unwrap();
         }
-        assert_eq!(
-            p.finish(&mut sink).unwrap().violations,
-            if buffer < 1000 { 50 } else { 0 }
-        );
+        // Spilled or not, every frame passes (as stand-ins when spilled).
+        assert_eq!(p.finish(&mut sink).unwrap().violations, 0);
         work::take()
     };
     let (kept, spilled) = (spill_work(1 << 20, big.len()), spill_work(64, 7));
     eprintln!("50 frames of 20 kB: work {kept} whole, {spilled} spilled in 7-byte pushes");
-    assert!((spilled as f64) < 1.5 * kept as f64, "{spilled} vs {kept}");
+    assert!((spilled as f64) < 2.0 * kept as f64, "{spilled} vs {kept}");
     let (short, long) = (per_byte(1_000), per_byte(10_000));
     eprintln!("long runs: work per byte {short:.2} (1,000 tool calls), {long:.2} (10,000)");
     assert!(long < 1.1 * short, "{long} vs {short}");

@@ -101,6 +101,8 @@ fn real_captures_decode_cleanly() {
                     end: frame.end,
                     terminated: true,
                     original: true,
+                    spilled: false,
+                    stand_ins: agui_stream::StandIns::default(),
                 };
                 assert_eq!(*info, expected, "{what}: event {i}");
                 assert_eq!(*ty, frame.event_type, "{what}: event {i}");

@@ -26,6 +26,31 @@ pub fn canonicalize(json: &[u8]) -> Result<String, String> {
     Ok(out)
 }
 
+/// `json` (an object) in canonical form, with the members whose names
+/// `replaced` selects taken from `whole` (an object it stands in for).
+pub fn canonicalize_with(
+    json: &[u8],
+    whole: &[u8],
+    replaced: impl Fn(&str) -> bool,
+) -> Result<String, String> {
+    let mut value = parse(json)?;
+    let mut whole = parse(whole)?;
+    if let (Value::Obj(map), Value::Obj(src)) = (&mut value, &mut whole) {
+        for (k, v) in map.iter_mut() {
+            if replaced(&String::from_utf16_lossy(k))
+                && let Some(real) = src.remove(k)
+            {
+                dispose(std::mem::replace(v, real));
+            }
+        }
+    }
+    let mut out = String::with_capacity(json.len());
+    write_value(&value, &mut out);
+    dispose(value);
+    dispose(whole);
+    Ok(out)
+}
+
 /// JavaScript's Number::toString / JSON.stringify for a finite double; NaN/±Infinity -> "null"; -0 -> "0".
 pub fn js_number(x: f64) -> String {
     if !x.is_finite() {

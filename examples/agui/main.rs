@@ -16,13 +16,21 @@
 //! are one JSON value by its TOOL_CALL_END (the reference does not). A
 //! summary goes to stderr. `count` runs the same pipeline but
 //! only counts events per type and prints the verdict.
+//!
+//! A frame larger than the buffer is checked as it streams past, and its
+//! event's large members (those no rule reads) reach the sink as stand-ins
+//! ([`FrameInfo::stand_ins`]). `check` prints the event whole: it keeps the
+//! input since the last event and reads those members from the frame's
+//! bytes there.
 
 mod canon;
 
+use std::cell::{Cell, RefCell};
 use std::io::{Read, Write as _};
 use std::process::ExitCode;
 
-use agui_stream::{Config, Dialect, Entity, Event, FrameInfo, Minting, Pipeline, encode};
+use agui_stream::sse::SseFramer;
+use agui_stream::{Config, Dialect, Entity, Event, FrameInfo, Key, Minting, Pipeline, encode};
 
 struct Options {
     dialect: Dialect,
@@ -118,10 +126,28 @@ fn check(o: &Options) -> std::io::Result<()> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut json = Vec::new();
     let mut io_error = None;
-    let mut sink = |ev: &Event<'_>, _: &FrameInfo| {
+    // The input since the last event (`window_at` is its stream offset):
+    // where a spilled frame's members are read from.
+    let window = RefCell::new(Vec::new());
+    let (window_at, last_end) = (Cell::new(0u64), Cell::new(0u64));
+    let mut sink = |ev: &Event<'_>, f: &FrameInfo| {
         json.clear();
+        last_end.set(f.end);
         if encode(ev, &mut json).is_ok() {
-            let line = canon::canonicalize(&json).unwrap_or_else(|e| format!("<encoder bug: {e}>"));
+            let line = if f.stand_ins.is_empty() {
+                canon::canonicalize(&json)
+            } else {
+                let window = window.borrow();
+                let at = |o: u64| (o.saturating_sub(window_at.get()) as usize).min(window.len());
+                let whole = payload_of(&window[at(f.start)..at(f.end)]);
+                canon::canonicalize_with(&json, &whole, |name| {
+                    match Key::from_bytes(name.as_bytes()) {
+                        Some(k) => f.stand_ins.contains(k),
+                        None => f.stand_ins.unlisted(),
+                    }
+                })
+            };
+            let line = line.unwrap_or_else(|e| format!("<encoder bug: {e}>"));
             if let Err(e) = writeln!(out, "{line}") {
                 io_error.get_or_insert(e);
             }
@@ -129,7 +155,13 @@ fn check(o: &Options) -> std::io::Result<()> {
     };
     let mut verdict = Ok(());
     read_pieces(&o.file, o.chunk, |piece| {
+        window.borrow_mut().extend_from_slice(piece);
         verdict = pipeline.push(piece, &mut sink);
+        let drop = last_end.get().saturating_sub(window_at.get()) as usize;
+        let mut w = window.borrow_mut();
+        let drop = drop.min(w.len());
+        w.drain(..drop);
+        window_at.set(window_at.get() + drop as u64);
         verdict.is_ok()
     })?;
     let verdict = verdict.and_then(|()| pipeline.finish(&mut sink));
@@ -158,6 +190,20 @@ fn check(o: &Options) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The payload of one SSE frame's bytes.
+fn payload_of(frame: &[u8]) -> Vec<u8> {
+    let mut buf = vec![0u8; frame.len()];
+    let mut framer = SseFramer::new(&mut buf);
+    let mut pos = 0;
+    if let Ok(Some(f)) = framer.feed(frame, &mut pos) {
+        return f.payload.to_vec();
+    }
+    match framer.finish() {
+        Ok(Some(f)) => f.payload.to_vec(),
+        _ => Vec::new(),
+    }
 }
 
 /// The end-of-stream report, on stderr: what the reference does not say.

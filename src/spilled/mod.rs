@@ -1,0 +1,184 @@
+//! A frame that outgrew the frame buffer, read as it streams past: its
+//! JSON syntax is checked (the verdict the reference gives first, with its
+//! position), and a stand-in for it is written into the free frame buffer
+//! ([`reduce`]) — the payload itself where it fits, the members no rule
+//! reads emptied where it does not. The stand-in then goes through the
+//! stages like any frame, so the verdict is the reference's; only where a
+//! stand-in could change it (or what a rule reads did not fit) is the
+//! frame a [`Capacity::FrameBuffer`](crate::Capacity::FrameBuffer) error.
+//! Nothing but this small state and the buffer is used.
+
+mod reduce;
+mod utf16;
+
+use reduce::Reducer;
+pub use reduce::StandIns;
+pub(crate) use reduce::allowed;
+use utf16::Utf16Count;
+
+use crate::json::{JsonError, JsonErrorKind, Limits, Scanner, V8Message};
+use crate::sse::SpillSink;
+
+/// The state of a spilling frame, or the message of the last JSON error:
+/// the framer's spill sink (one or the other is needed at a time).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum JsonState {
+    /// The last JSON syntax error, as V8 words it.
+    Message(V8Message),
+    /// A frame is spilling.
+    Spilling(Spilling),
+}
+
+impl SpillSink for JsonState {
+    fn begin(&mut self, offset: u64, buf: &mut [u8], held: usize) -> bool {
+        let mut s = Spilling::new(offset);
+        s.feed_held(buf, held);
+        *self = JsonState::Spilling(s);
+        true
+    }
+
+    fn bytes(&mut self, bytes: &[u8], buf: &mut [u8]) {
+        if let JsonState::Spilling(s) = self {
+            s.feed(bytes, buf);
+        }
+    }
+
+    fn end(&mut self, _: &mut [u8]) -> usize {
+        match self {
+            JsonState::Spilling(s) => s.stand_in().map_or(0, |(len, _)| len),
+            JsonState::Message(_) => 0,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Spilling {
+    /// Stream offset of the first byte that did not fit.
+    pub(crate) overflow_at: u64,
+    /// Payload bytes seen, and where the first line ends (`usize::MAX`
+    /// until it does).
+    seen: usize,
+    first_lf: usize,
+    progress: Progress,
+}
+
+/// How far a spilling payload has been read.
+#[derive(Clone, Copy, Debug)]
+enum Progress {
+    Reading {
+        scan: Scanner<1>,
+        /// UTF-16 units of the bytes seen, as the reference decodes them.
+        units: Utf16Count,
+        stand_in: Reducer,
+    },
+    /// The first syntax error, with the UTF-16 units before it and the
+    /// byte there (for V8's message).
+    Failed {
+        error: JsonError,
+        units: u32,
+        byte: u8,
+    },
+}
+
+/// What a spilled frame came to.
+pub(crate) enum Verdict {
+    /// Well-formed, and its stand-in (the frame's payload) replaces these
+    /// members.
+    StandIn(StandIns),
+    /// Well-formed, but what a rule reads did not fit.
+    TooLarge { overflow_at: u64 },
+    /// A syntax error (or too deep), at this payload offset; on the first
+    /// data line if `first_line`.
+    Json { error: JsonError, first_line: bool },
+}
+
+impl Spilling {
+    /// A frame that stopped fitting at stream offset `overflow_at`; its
+    /// JSON is checked 64 levels deep, whatever the limits.
+    const fn new(overflow_at: u64) -> Self {
+        Spilling {
+            overflow_at,
+            seen: 0,
+            first_lf: usize::MAX,
+            progress: Progress::Reading {
+                scan: Scanner::new(Limits::new()),
+                units: Utf16Count::new(),
+                stand_in: Reducer::new(),
+            },
+        }
+    }
+
+    /// The payload's first bytes, `buf[..held]`.
+    fn feed_held(&mut self, buf: &mut [u8], held: usize) {
+        self.check(buf.get(..held).unwrap_or_default());
+        if let Progress::Reading { stand_in, .. } = &mut self.progress {
+            stand_in.feed_held(buf, held);
+        }
+    }
+
+    fn feed(&mut self, bytes: &[u8], buf: &mut [u8]) {
+        self.check(bytes);
+        if let Progress::Reading { stand_in, .. } = &mut self.progress {
+            stand_in.feed(bytes, buf);
+        }
+    }
+
+    /// Checks the syntax of the next bytes.
+    fn check(&mut self, bytes: &[u8]) {
+        let Progress::Reading { scan, units, .. } = &mut self.progress else {
+            return;
+        };
+        if self.first_lf == usize::MAX
+            && let Some(k) = memchr::memchr(b'\n', bytes)
+        {
+            self.first_lf = self.seen.saturating_add(k);
+        }
+        match scan.feed(bytes) {
+            Ok(()) => units.feed(bytes),
+            Err(error) => {
+                let at = error.offset.saturating_sub(self.seen);
+                units.feed(bytes.get(..at).unwrap_or_default());
+                self.progress = Progress::Failed {
+                    error,
+                    units: units.before_next(),
+                    byte: bytes.get(at).copied().unwrap_or(0),
+                };
+            }
+        }
+        self.seen = self.seen.saturating_add(bytes.len());
+    }
+
+    /// The stand-in's length and what it replaced, for well-formed JSON
+    /// whose needed members fit.
+    fn stand_in(&self) -> Option<(usize, StandIns)> {
+        match &self.progress {
+            Progress::Reading { scan, stand_in, .. } if scan.finish().is_ok() => stand_in.finish(),
+            _ => None,
+        }
+    }
+
+    /// The verdict at the frame's end, and V8's message for a JSON error.
+    pub(crate) fn finish(&self) -> (Verdict, Option<V8Message>) {
+        let (error, units, byte) = match self.progress {
+            Progress::Failed { error, units, byte } => (error, units, byte),
+            Progress::Reading { scan, units, .. } => match scan.finish() {
+                Ok(()) => {
+                    let verdict = match self.stand_in() {
+                        Some((_, stand_ins)) => Verdict::StandIn(stand_ins),
+                        None => Verdict::TooLarge {
+                            overflow_at: self.overflow_at,
+                        },
+                    };
+                    return (verdict, None);
+                }
+                Err(e) => (e, units.before_next(), 0),
+            },
+        };
+        let first_line = error.offset <= self.first_lf;
+        let message = match error.kind {
+            JsonErrorKind::TooDeep { .. } => None,
+            kind => Some(V8Message::at(kind, units as usize, byte)),
+        };
+        (Verdict::Json { error, first_line }, message)
+    }
+}

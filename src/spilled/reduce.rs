@@ -1,0 +1,596 @@
+//! A stand-in for a payload that outgrew the frame buffer, written into the
+//! buffer as the payload streams past: the payload without whitespace
+//! outside strings, and with the values of *opaque* root members (the ones
+//! no rule reads: `delta`, `content`, `snapshot`, …) that did not fit
+//! replaced by empty values of the same kind (`""`, `{}`, `[]`). The
+//! stand-in then goes through the stages like any frame; where a stand-in
+//! could change a verdict (a member whose shape looks inside the value),
+//! the pipeline reports the buffer's capacity instead
+//! ([`allowed`]).
+//!
+//! It reads JSON only as far as it needs to (strings, nesting, root
+//! members): the syntax is checked beside it, and a stand-in is used only
+//! for well-formed JSON.
+
+use core::fmt;
+
+use crate::event_type::{EventType, Key};
+use crate::json::{JsonKind, RawJson};
+use crate::schema::{self, Dialect, Shape};
+
+/// The root members of a spilled frame whose values are stand-ins: the
+/// event's views show them as empty values of the same kind (see
+/// [`FrameInfo::stand_ins`](crate::FrameInfo::stand_ins)).
+///
+/// ```
+/// use agui_stream::{Config, Event, FrameInfo, Key, Pipeline};
+/// let delta = "x".repeat(10_000);
+/// let stream = format!(
+///     "data: {{\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}}\n\n\
+///      data: {{\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"m\"}}\n\n\
+///      data: {{\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"{delta}\"}}\n\n"
+/// );
+/// let mut buf = [0u8; 256]; // far smaller than the last frame
+/// let mut pipeline = Pipeline::new(&mut buf, Config::new());
+/// let mut last = None;
+/// let mut sink = |ev: &Event<'_>, f: &FrameInfo| last = Some((ev.delta().map(|d| d.raw().len()), *f));
+/// for piece in stream.as_bytes().chunks(1460) {
+///     pipeline.push(piece, &mut sink).unwrap();
+/// }
+/// let (delta_len, frame) = last.unwrap();
+/// assert!(frame.spilled && frame.stand_ins.contains(Key::Delta));
+/// assert_eq!(delta_len, Some(0)); // the delta's 10,000 bytes are in the stream, at frame.start..frame.end
+/// ```
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct StandIns(u64);
+
+/// The bit of members whose name is no [`Key`] (V1 strips them; V0 passes
+/// them through).
+const UNLISTED: u8 = 63;
+/// The bit of a root value that is not an object (a schema error whatever
+/// it holds).
+const ROOT: u8 = 62;
+/// Not cut: a member some rule reads, or a name with escapes.
+const KEPT: u8 = u8::MAX;
+const _: () = assert!(crate::event_type::KEY_COUNT < ROOT as usize);
+
+/// Members no stage reads the content of (only their kind, which a
+/// stand-in keeps). `delta` of a tool call is read when its arguments are
+/// checked ([`allowed`]).
+const OPAQUE: &[Key] = &[
+    Key::Delta,
+    Key::Content,
+    Key::Snapshot,
+    Key::Value,
+    Key::RawEvent,
+    Key::Result,
+    Key::Event,
+    Key::EncryptedValue,
+    Key::Metadata,
+    Key::Patch,
+    Key::Description,
+    Key::Title,
+];
+
+impl StandIns {
+    /// No member was replaced: the event's views are the whole event.
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// `key`'s value is a stand-in.
+    pub const fn contains(self, key: Key) -> bool {
+        self.has(key as u8)
+    }
+
+    /// The value of a member whose name is no [`Key`] is a stand-in (an
+    /// unknown member, which V0 passes through).
+    pub const fn unlisted(self) -> bool {
+        self.has(UNLISTED)
+    }
+
+    /// The keys whose values are stand-ins.
+    pub fn keys(self) -> impl Iterator<Item = Key> {
+        Key::ALL.iter().copied().filter(move |&k| self.contains(k))
+    }
+
+    const fn has(self, bit: u8) -> bool {
+        bit < 64 && self.0 & (1u64 << bit) != 0
+    }
+
+    fn add(&mut self, bit: u8) {
+        if bit < 64 {
+            self.0 |= 1u64 << bit;
+        }
+    }
+}
+
+impl fmt::Debug for StandIns {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut list = f.debug_set();
+        list.entries(self.keys());
+        if self.unlisted() {
+            list.entry(&"(unlisted)");
+        }
+        list.finish()
+    }
+}
+
+/// Whether the stand-ins of `payload` (a stand-in the reducer wrote) leave
+/// its verdict the reference's: each replaced member's shape looks only at
+/// the kind of its value, and no rule reads it.
+pub(crate) fn allowed(
+    stand_ins: StandIns,
+    payload: &[u8],
+    dialect: Dialect,
+    check_tool_args: bool,
+) -> bool {
+    if stand_ins.is_empty() || stand_ins.has(ROOT) {
+        return true;
+    }
+    let Some(ty) = RawJson::trusted(payload)
+        .get("type")
+        .and_then(|t| t.as_str())
+        .and_then(|t| t.as_str())
+        .and_then(|t| EventType::from_bytes(t.as_bytes()))
+    else {
+        // No (known) type: the verdict is about the type alone.
+        return true;
+    };
+    let args = matches!(ty, EventType::ToolCallArgs | EventType::ToolCallChunk);
+    let fields = schema::event_fields(dialect, ty);
+    stand_ins.keys().all(|key| {
+        if key == Key::Delta && args && check_tool_args {
+            return false;
+        }
+        let string = || {
+            RawJson::trusted(payload)
+                .get(key.as_str())
+                .is_some_and(|v| v.kind() == JsonKind::String)
+        };
+        fields
+            .iter()
+            .filter(|f| f.key == key)
+            .all(|f| match f.shape {
+                Shape::Any
+                | Shape::NonNull
+                | Shape::Str
+                | Shape::Record
+                | Shape::Array(Shape::Any) => true,
+                // A string passes whatever it holds; anything else is looked into.
+                Shape::StrOr(_) => string(),
+                _ => false,
+            })
+    })
+}
+
+/// Where the reducer is in the payload's structure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Before the root value.
+    Root,
+    /// In the root object, before a member's name (or in it).
+    Key,
+    /// After a name, before its colon.
+    Colon,
+    /// After a colon, before the value.
+    BeforeValue,
+    /// In a root member's value.
+    Value,
+    /// In a root value that is not an object.
+    RootValue,
+    /// After a member's value.
+    After,
+    /// After the root value.
+    Done,
+}
+
+/// Flag bits.
+const IN_STRING: u8 = 1;
+const ESCAPE: u8 = 2;
+/// The current value was replaced: its bytes are not written.
+const SKIPPING: u8 = 4;
+/// Something a rule needs did not fit.
+const FAILED: u8 = 8;
+
+/// Writes a spilling payload's stand-in into the frame buffer.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Reducer {
+    /// Bytes of stand-in written.
+    out: u32,
+    /// Where the current member's name (phase `Key`) or value (`Value`)
+    /// starts in the stand-in.
+    mark: u32,
+    /// The largest closed value that may be replaced (start, end; equal
+    /// for none), and its member's bit.
+    best: (u32, u32),
+    best_bit: u8,
+    /// The bit of the current member (`KEPT` if it may not be replaced).
+    bit: u8,
+    /// The first byte of the current value.
+    kind: u8,
+    depth: u8,
+    flags: u8,
+    phase: Phase,
+    stand_ins: StandIns,
+}
+
+impl Reducer {
+    pub(crate) const fn new() -> Self {
+        Reducer {
+            out: 0,
+            mark: 0,
+            best: (0, 0),
+            best_bit: KEPT,
+            bit: KEPT,
+            kind: 0,
+            depth: 0,
+            flags: 0,
+            phase: Phase::Root,
+            stand_ins: StandIns(0),
+        }
+    }
+
+    /// Reads the first `held` bytes of the payload, which are `buf`'s own
+    /// (rewritten in place: the stand-in never gets more than one byte
+    /// ahead of what has been read, and the next byte is read first).
+    pub(crate) fn feed_held(&mut self, buf: &mut [u8], held: usize) {
+        let mut next = buf.first().copied().filter(|_| held > 0);
+        let mut i = 0usize;
+        while let Some(b) = next {
+            i = i.saturating_add(1);
+            next = buf.get(i).copied().filter(|_| i < held);
+            self.byte(b, buf);
+        }
+    }
+
+    /// Reads the payload's next bytes.
+    pub(crate) fn feed(&mut self, bytes: &[u8], buf: &mut [u8]) {
+        for &b in bytes {
+            if self.flags & FAILED != 0 {
+                return;
+            }
+            self.byte(b, buf);
+        }
+    }
+
+    /// The stand-in's length and which members it replaced, or `None` if
+    /// something a rule needs did not fit.
+    pub(crate) fn finish(&self) -> Option<(usize, StandIns)> {
+        (self.flags & FAILED == 0).then_some((self.out as usize, self.stand_ins))
+    }
+
+    fn byte(&mut self, b: u8, buf: &mut [u8]) {
+        crate::work::add(1);
+        if self.flags & IN_STRING != 0 {
+            if self.flags & ESCAPE != 0 {
+                self.flags &= !ESCAPE;
+            } else if b == b'\\' {
+                self.flags |= ESCAPE;
+            } else if b == b'"' {
+                self.flags &= !IN_STRING;
+            }
+            self.emit(b, buf);
+            if self.flags & IN_STRING == 0 {
+                self.string_closed(buf);
+            }
+            return;
+        }
+        match b {
+            b' ' | b'\t' | b'\n' | b'\r' => {}
+            b'"' => {
+                match self.phase {
+                    Phase::Key if self.depth == 1 => self.mark = self.out,
+                    Phase::Root | Phase::BeforeValue => self.start_value(b),
+                    _ => {}
+                }
+                self.flags |= IN_STRING;
+                self.emit(b, buf);
+            }
+            b'{' if self.phase == Phase::Root => {
+                self.depth = 1;
+                self.phase = Phase::Key;
+                self.emit(b, buf);
+            }
+            b'{' | b'[' => {
+                if matches!(self.phase, Phase::Root | Phase::BeforeValue) {
+                    self.start_value(b);
+                }
+                self.depth = self.depth.saturating_add(1);
+                self.emit(b, buf);
+            }
+            b'}' | b']' => {
+                self.depth = self.depth.saturating_sub(1);
+                self.emit(b, buf);
+                match (self.depth, self.phase) {
+                    (0, Phase::RootValue) | (1, Phase::Value) => self.value_closed(),
+                    (0, _) => self.phase = Phase::Done,
+                    _ => {}
+                }
+            }
+            b':' if self.depth == 1 && self.phase == Phase::Colon => {
+                self.phase = Phase::BeforeValue;
+                self.emit(b, buf);
+            }
+            b',' if self.depth == 1 && self.phase != Phase::RootValue => {
+                if self.phase == Phase::Value {
+                    // A number or literal ends.
+                    self.value_closed();
+                }
+                self.phase = Phase::Key;
+                self.emit(b, buf);
+            }
+            _ => {
+                if matches!(self.phase, Phase::Root | Phase::BeforeValue) {
+                    self.start_value(b);
+                }
+                self.emit(b, buf);
+            }
+        }
+    }
+
+    fn start_value(&mut self, b: u8) {
+        self.phase = if self.phase == Phase::Root {
+            self.bit = ROOT;
+            Phase::RootValue
+        } else {
+            Phase::Value
+        };
+        self.mark = self.out;
+        self.kind = b;
+    }
+
+    fn string_closed(&mut self, buf: &[u8]) {
+        match self.phase {
+            Phase::Key if self.depth == 1 => {
+                let name = buf
+                    .get(
+                        (self.mark as usize).saturating_add(1)..self.out.saturating_sub(1) as usize,
+                    )
+                    .unwrap_or_default();
+                self.bit = if name.contains(&b'\\') {
+                    KEPT
+                } else {
+                    match Key::from_bytes(name) {
+                        Some(k) if OPAQUE.contains(&k) => k as u8,
+                        Some(_) => KEPT,
+                        None => UNLISTED,
+                    }
+                };
+                self.phase = Phase::Colon;
+            }
+            Phase::Value if self.depth == 1 && self.kind == b'"' => self.value_closed(),
+            Phase::RootValue if self.depth == 0 && self.kind == b'"' => self.value_closed(),
+            _ => {}
+        }
+    }
+
+    fn value_closed(&mut self) {
+        self.phase = match self.phase {
+            Phase::RootValue => Phase::Done,
+            _ => Phase::After,
+        };
+        if self.flags & SKIPPING != 0 {
+            self.flags &= !SKIPPING;
+            return;
+        }
+        let len = self.out.saturating_sub(self.mark);
+        if self.cuttable() && len > 2 && len > self.best.1.saturating_sub(self.best.0) {
+            self.best = (self.mark, self.out);
+            self.best_bit = self.bit;
+        }
+    }
+
+    /// The current value may be replaced.
+    fn cuttable(&self) -> bool {
+        self.bit != KEPT && matches!(self.kind, b'"' | b'{' | b'[')
+    }
+
+    /// Writes `b`, keeping two bytes free for a stand-in; where it does not
+    /// fit, replaces the longer of the current value and the longest closed
+    /// one that may be replaced.
+    fn emit(&mut self, b: u8, buf: &mut [u8]) {
+        if self.flags & (SKIPPING | FAILED) != 0 {
+            return;
+        }
+        let room = buf.len().saturating_sub(2);
+        let out = self.out as usize;
+        if out < room
+            && let Some(slot) = buf.get_mut(out)
+        {
+            *slot = b;
+            self.out = self.out.saturating_add(1);
+            return;
+        }
+        let current = self.out.saturating_sub(self.mark);
+        let best = self.best.1.saturating_sub(self.best.0);
+        let open = matches!(self.phase, Phase::Value | Phase::RootValue) && self.cuttable();
+        if open && current >= best {
+            // The current value: `b` is part of it.
+            self.out = self.mark;
+            self.write_empty(self.kind, buf);
+            self.stand_ins.add(self.bit);
+            self.flags |= SKIPPING;
+        } else if best > 0 {
+            let (start, end) = self.best;
+            let kind = buf.get(start as usize).copied().unwrap_or(b'"');
+            let tail = (end as usize)..out;
+            let to = (start as usize).saturating_add(2);
+            if tail.end > buf.len() || to > tail.start {
+                self.flags |= FAILED;
+                return;
+            }
+            buf.copy_within(tail, to);
+            let shift = best.saturating_sub(2);
+            self.out = start;
+            self.write_empty(kind, buf);
+            self.out = self.out.saturating_add(self.out_after(out, end));
+            self.mark = self.mark.saturating_sub(shift);
+            self.stand_ins.add(self.best_bit);
+            self.best = (0, 0);
+            self.emit(b, buf);
+        } else {
+            self.flags |= FAILED;
+        }
+    }
+
+    /// Bytes that followed a closed value that was just replaced.
+    fn out_after(&self, out: usize, end: u32) -> u32 {
+        u32::try_from(out.saturating_sub(end as usize)).unwrap_or(u32::MAX)
+    }
+
+    /// Writes the empty value of the kind `first` begins (two bytes).
+    fn write_empty(&mut self, first: u8, buf: &mut [u8]) {
+        let empty: &[u8; 2] = match first {
+            b'{' => b"{}",
+            b'[' => b"[]",
+            _ => b"\"\"",
+        };
+        let at = self.out as usize;
+        match buf.get_mut(at..at.saturating_add(2)) {
+            Some(dst) => {
+                dst.copy_from_slice(empty);
+                self.out = self.out.saturating_add(2);
+            }
+            None => self.flags |= FAILED,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+
+    use super::*;
+    use std::string::String;
+    use std::vec::Vec;
+
+    /// The stand-in for `payload` through a `cap`-byte buffer, read in
+    /// `piece`-byte pieces after the first `held`.
+    fn reduce(payload: &str, cap: usize, held: usize, piece: usize) -> Option<(String, StandIns)> {
+        let mut buf = std::vec![0u8; cap];
+        let held = held.min(cap).min(payload.len());
+        buf[..held].copy_from_slice(&payload.as_bytes()[..held]);
+        let mut r = Reducer::new();
+        r.feed_held(&mut buf, held);
+        for p in payload.as_bytes()[held..].chunks(piece.max(1)) {
+            r.feed(p, &mut buf);
+        }
+        let (n, s) = r.finish()?;
+        Some((String::from_utf8(buf[..n].to_vec()).unwrap(), s))
+    }
+
+    #[test]
+    fn opaque_members_that_do_not_fit_become_empty_values() {
+        let big = "x".repeat(500);
+        let payload = std::format!(
+            "{{ \"type\": \"TEXT_MESSAGE_CONTENT\",\n \"messageId\": \"m1\", \"delta\": \"{big}\", \"rawEvent\": {{\"a\": [1, \"{big}\"]}} }}"
+        );
+        for cap in [80, 100, 300] {
+            for held in [0, 10, cap] {
+                for piece in [1, 7, 1460] {
+                    let (text, s) = reduce(&payload, cap, held, piece).unwrap();
+                    assert_eq!(
+                        text,
+                        r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"","rawEvent":{}}"#,
+                        "{cap} {held} {piece}"
+                    );
+                    assert!(s.contains(Key::Delta) && s.contains(Key::RawEvent));
+                    assert_eq!(s.keys().count(), 2);
+                }
+            }
+        }
+        // With room, nothing is replaced; only whitespace goes.
+        let (text, s) = reduce(&payload, 4096, 0, 1460).unwrap();
+        assert!(s.is_empty());
+        assert_eq!(text.len(), payload.len() - 12);
+    }
+
+    #[test]
+    fn a_closed_value_is_replaced_when_a_later_member_does_not_fit() {
+        let payload = std::format!(
+            r#"{{"type":"TOOL_CALL_RESULT","content":"{}","messageId":"{}","toolCallId":"t"}}"#,
+            "c".repeat(40),
+            "m".repeat(30)
+        );
+        let (text, s) = reduce(&payload, 128, 0, 1).unwrap();
+        let want = std::format!(
+            r#"{{"type":"TOOL_CALL_RESULT","content":"","messageId":"{}","toolCallId":"t"}}"#,
+            "m".repeat(30)
+        );
+        assert_eq!(text, want);
+        assert!(s.contains(Key::Content));
+    }
+
+    #[test]
+    fn members_a_rule_reads_are_never_replaced() {
+        let id = "i".repeat(100);
+        for payload in [
+            std::format!(r#"{{"type":"TEXT_MESSAGE_START","messageId":"{id}"}}"#),
+            std::format!(r#"{{"type":"RUN_STARTED","input":{{"messages":["{id}"]}}}}"#),
+            std::format!(r#"{{"type":"CUSTOM","d\u0065lta":"{id}"}}"#),
+        ] {
+            assert_eq!(reduce(&payload, 64, 64, 7), None, "{payload}");
+        }
+        // An unknown member is replaced; a string root too.
+        let (text, s) = reduce(&std::format!(r#"{{"type":"X","zz":["{id}"]}}"#), 64, 0, 3).unwrap();
+        assert_eq!(
+            (text.as_str(), s.unlisted()),
+            (r#"{"type":"X","zz":[]}"#, true)
+        );
+        let (text, _) = reduce(&std::format!(r#""{id}""#), 64, 64, 3).unwrap();
+        assert_eq!(text, r#""""#);
+    }
+
+    #[test]
+    fn strings_with_structure_characters_and_escapes_are_read_as_strings() {
+        let big = "a\\\"{[,:]}".repeat(40);
+        let payload =
+            std::format!(r#"{{"delta":"{big}","type":"TEXT_MESSAGE_CONTENT","messageId":"m"}}"#);
+        let (text, s) = reduce(&payload, 80, 30, 5).unwrap();
+        assert_eq!(
+            text,
+            r#"{"delta":"","type":"TEXT_MESSAGE_CONTENT","messageId":"m"}"#
+        );
+        assert!(s.contains(Key::Delta));
+    }
+
+    #[test]
+    fn stand_ins_are_allowed_only_where_a_kind_decides() {
+        let all = |keys: &[Key]| {
+            let mut s = StandIns::default();
+            keys.iter().for_each(|&k| s.add(k as u8));
+            s
+        };
+        let ok = |keys: &[Key], payload: &str, args: bool| {
+            allowed(all(keys), payload.as_bytes(), Dialect::V1, args)
+        };
+        let content = r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":""}"#;
+        assert!(ok(&[Key::Delta], content, true));
+        let args = r#"{"type":"TOOL_CALL_ARGS","toolCallId":"t","delta":""}"#;
+        assert!(ok(&[Key::Delta], args, false));
+        assert!(!ok(&[Key::Delta], args, true));
+        // A JSON Patch is checked operation by operation.
+        assert!(!ok(
+            &[Key::Delta],
+            r#"{"type":"STATE_DELTA","delta":[]}"#,
+            false
+        ));
+        assert!(ok(
+            &[Key::Snapshot],
+            r#"{"type":"STATE_SNAPSHOT","snapshot":{}}"#,
+            false
+        ));
+        // A V1 tool result's content is a string or a list of parts.
+        let result = |content: &str| {
+            std::format!(
+                r#"{{"type":"TOOL_CALL_RESULT","messageId":"m","toolCallId":"t","content":{content}}}"#
+            )
+        };
+        assert!(ok(&[Key::Content], &result(r#""""#), false));
+        assert!(!ok(&[Key::Content], &result("[]"), false));
+        let v: Vec<Key> = all(&[Key::Delta, Key::Content]).keys().collect();
+        assert_eq!(v, [Key::Delta, Key::Content]);
+    }
+}
