@@ -247,11 +247,46 @@ impl Reducer {
 
     /// Reads the payload's next bytes.
     pub(crate) fn feed(&mut self, bytes: &[u8], buf: &mut [u8]) {
-        for &b in bytes {
+        let mut i = 0usize;
+        while let Some(&b) = bytes.get(i) {
             if self.flags & FAILED != 0 {
                 return;
             }
+            if self.flags & (IN_STRING | ESCAPE) == IN_STRING {
+                // A run of string bytes that change nothing but the output.
+                let rest = bytes.get(i..).unwrap_or_default();
+                let n = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
+                if n > 0 {
+                    self.plain(rest.get(..n).unwrap_or_default(), buf);
+                    i = i.saturating_add(n);
+                    continue;
+                }
+            }
             self.byte(b, buf);
+            i = i.saturating_add(1);
+        }
+    }
+
+    /// String bytes other than a quote or backslash.
+    fn plain(&mut self, run: &[u8], buf: &mut [u8]) {
+        crate::work::add(run.len());
+        if self.flags & SKIPPING != 0 {
+            return;
+        }
+        let out = self.out as usize;
+        if let Some(end) = out.checked_add(run.len())
+            && end <= buf.len().saturating_sub(2)
+            && let Some(dst) = buf.get_mut(out..end)
+        {
+            dst.copy_from_slice(run);
+            self.out = u32::try_from(end).unwrap_or(u32::MAX);
+            return;
+        }
+        for &b in run {
+            if self.flags & (SKIPPING | FAILED) != 0 {
+                return;
+            }
+            self.emit(b, buf);
         }
     }
 

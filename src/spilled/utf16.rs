@@ -30,44 +30,57 @@ impl Utf16Count {
         self.units = self.units.saturating_add(units);
     }
 
-    pub(crate) fn feed(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            if self.needed > 0 {
-                if (self.lower..=self.upper).contains(&b) {
-                    self.needed = self.needed.saturating_sub(1);
-                    (self.lower, self.upper) = (0x80, 0xBF);
-                    if self.needed == 0 {
-                        self.add(if self.astral { 2 } else { 1 });
-                    }
-                    continue;
-                }
-                // The sequence is cut short: one U+FFFD, and `b` starts anew.
-                self.add(1);
-                *self = Utf16Count {
-                    units: self.units,
-                    ..Utf16Count::new()
-                };
+    pub(crate) fn feed(&mut self, mut bytes: &[u8]) {
+        loop {
+            if self.needed == 0 {
+                let n = ascii_prefix(bytes);
+                self.add(u32::try_from(n).unwrap_or(u32::MAX));
+                bytes = bytes.get(n..).unwrap_or_default();
             }
-            match b {
-                0x00..=0x7F => self.add(1),
-                0xC2..=0xDF => {
-                    self.needed = 1;
-                    self.astral = false;
+            let Some((&b, rest)) = bytes.split_first() else {
+                return;
+            };
+            self.byte(b);
+            bytes = rest;
+        }
+    }
+
+    fn byte(&mut self, b: u8) {
+        if self.needed > 0 {
+            if (self.lower..=self.upper).contains(&b) {
+                self.needed = self.needed.saturating_sub(1);
+                (self.lower, self.upper) = (0x80, 0xBF);
+                if self.needed == 0 {
+                    self.add(if self.astral { 2 } else { 1 });
                 }
-                0xE0..=0xEF => {
-                    self.needed = 2;
-                    self.astral = false;
-                    self.lower = if b == 0xE0 { 0xA0 } else { 0x80 };
-                    self.upper = if b == 0xED { 0x9F } else { 0xBF };
-                }
-                0xF0..=0xF4 => {
-                    self.needed = 3;
-                    self.astral = true;
-                    self.lower = if b == 0xF0 { 0x90 } else { 0x80 };
-                    self.upper = if b == 0xF4 { 0x8F } else { 0xBF };
-                }
-                _ => self.add(1),
+                return;
             }
+            // The sequence is cut short: one U+FFFD, and `b` starts anew.
+            self.add(1);
+            *self = Utf16Count {
+                units: self.units,
+                ..Utf16Count::new()
+            };
+        }
+        match b {
+            0x00..=0x7F => self.add(1),
+            0xC2..=0xDF => {
+                self.needed = 1;
+                self.astral = false;
+            }
+            0xE0..=0xEF => {
+                self.needed = 2;
+                self.astral = false;
+                self.lower = if b == 0xE0 { 0xA0 } else { 0x80 };
+                self.upper = if b == 0xED { 0x9F } else { 0xBF };
+            }
+            0xF0..=0xF4 => {
+                self.needed = 3;
+                self.astral = true;
+                self.lower = if b == 0xF0 { 0x90 } else { 0x80 };
+                self.upper = if b == 0xF4 { 0x8F } else { 0xBF };
+            }
+            _ => self.add(1),
         }
     }
 
@@ -77,6 +90,20 @@ impl Utf16Count {
     pub(crate) fn before_next(&self) -> u32 {
         self.units.saturating_add(u32::from(self.needed > 0))
     }
+}
+
+/// The length of the ASCII run `bytes` starts with.
+fn ascii_prefix(bytes: &[u8]) -> usize {
+    let mut n = 0usize;
+    for word in bytes.chunks_exact(8) {
+        let w = word.iter().fold(0u64, |w, &b| w << 8 | u64::from(b));
+        if w & 0x8080_8080_8080_8080 != 0 {
+            break;
+        }
+        n = n.saturating_add(8);
+    }
+    let rest = bytes.get(n..).unwrap_or_default();
+    n.saturating_add(rest.iter().take_while(|b| b.is_ascii()).count())
 }
 
 #[cfg(test)]
@@ -90,7 +117,8 @@ mod tests {
     /// replaces maximal subparts, as WHATWG does) however the bytes are cut.
     #[test]
     fn utf16_count_is_the_lossy_decoding_under_every_split() {
-        let texts: [&[u8]; 6] = [
+        let texts: [&[u8]; 7] = [
+            "abcdefghijklmnop\u{e9}qrstuvwxyz012345678\u{1F600}9abcdefgh".as_bytes(),
             "a\u{e9}\u{20ac}\u{1F600}z".as_bytes(),
             b"\xff\x80\xc3\xe2\x82\xf0\x9f\x98x",
             b"\xe0\x80\xed\xa0\x80\xf4\x90\x80\x80",
