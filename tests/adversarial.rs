@@ -590,6 +590,68 @@ fn ten_megabyte_frame_through_a_small_buffer_is_checked_as_it_streams() {
     }
 }
 
+/// A 64 MB state snapshot, one frame, through a 1 KiB buffer: the verdict
+/// is the reference's (accepted) and the snapshot is a stand-in. A message
+/// history is not yet read element by element: a frame of 4 MB of messages
+/// is the buffer's capacity, at its end.
+#[test]
+#[cfg_attr(miri, ignore = "64 MB")]
+fn sixty_four_megabyte_snapshots_through_a_one_kilobyte_buffer() {
+    const SIZE: usize = 64 << 20;
+    const BUFFER: usize = 1024;
+    let item = br#"{"role":"user","text":"lorem ipsum dolor sit amet, \u00e9 \"quoted\" [{,:}]","n":[1,2.5,true,null]}"#;
+    let mut state = br#"{"type":"STATE_SNAPSHOT","snapshot":{"items":["#.to_vec();
+    while state.len() < SIZE {
+        state.extend_from_slice(item);
+        state.push(b',');
+    }
+    state.extend_from_slice(b"0]}}");
+    let mut stream = frame(RUN_STARTED);
+    stream.extend_from_slice(&frame_bytes(&state));
+    stream.extend_from_slice(&frame(RUN_FINISHED));
+    let mut buf = vec![0u8; BUFFER];
+    let mut pipeline = Pipeline::new(&mut buf, Config::new());
+    let mut seen = Vec::new();
+    let mut sink = |ev: &Event<'_>, info: &FrameInfo| {
+        let snapshot = ev
+            .get(agui_stream::Key::Snapshot)
+            .map(|v| v.as_bytes().to_vec());
+        seen.push((ev.event_type(), snapshot, info.stand_ins));
+    };
+    for piece in stream.chunks(64 * 1024) {
+        pipeline.push(piece, &mut sink).unwrap();
+    }
+    assert!(pipeline.finish(&mut sink).unwrap().is_complete());
+    assert_eq!(seen.len(), 3);
+    let (ty, snapshot, stand_ins) = &seen[1];
+    assert_eq!(*ty, EventType::StateSnapshot);
+    assert_eq!(snapshot.as_deref(), Some(&b"{}"[..]));
+    assert!(stand_ins.contains(agui_stream::Key::Snapshot));
+
+    let message = br#"{"id":"m","role":"user","content":"lorem ipsum dolor sit amet"},"#;
+    let mut history = br#"{"type":"MESSAGES_SNAPSHOT","messages":["#.to_vec();
+    while history.len() < 4 << 20 {
+        history.extend_from_slice(message);
+    }
+    history.pop();
+    history.extend_from_slice(b"]}");
+    let mut stream = frame(RUN_STARTED);
+    stream.extend_from_slice(&frame_bytes(&history));
+    let mut buf = vec![0u8; BUFFER];
+    let mut pipeline = Pipeline::new(&mut buf, Config::new());
+    let e = stream
+        .chunks(64 * 1024)
+        .try_for_each(|piece| pipeline.push(piece, &mut |_: &Event<'_>, _: &FrameInfo| {}))
+        .unwrap_err();
+    assert_eq!(
+        (e.kind, e.frame),
+        (
+            ErrorKind::Capacity(Capacity::FrameBuffer { capacity: BUFFER }),
+            1
+        )
+    );
+}
+
 // ------------------------------------------- 4. invalid UTF-8 everywhere
 
 /// What replacing one byte with 0xFF must do.
