@@ -363,46 +363,51 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         sink: &mut S,
     ) -> Result<(), Error> {
         let (index, start, payload_offset) = (frame.index, frame.start, frame.payload_offset);
-        let config = self.stages.config;
-        if let JsonState::Spilling(spilling) = self.framer.spill_sink()
-            && let Verdict::StandIn(stand_ins) = spilling.finish().0
-        {
-            let payload = self.framer.buffer().get(..len).unwrap_or_default();
-            if allowed(stand_ins, payload, config.dialect, config.check_tool_args) {
-                let frame = Frame { payload, ..frame };
-                return self.stages.frame(&frame, stand_ins, sink, &mut None);
-            }
-        }
         let capacity = self.framer.capacity();
         let state = self.framer.spill_sink_mut();
-        let too_large = |offset| sse_error(SseError::FrameTooLarge { offset, capacity }, index);
-        let e = match *state {
-            JsonState::Message(_) => too_large(start),
+        let (verdict, overflow_at) = match *state {
             JsonState::Spilling(spilling) => {
                 let (verdict, message) = spilling.finish();
                 if let Some(m) = message {
                     *state = JsonState::Message(m);
                 }
-                match verdict {
-                    Verdict::TooLarge { overflow_at } => too_large(overflow_at),
-                    Verdict::StandIn(_) => too_large(spilling.overflow_at),
-                    Verdict::Json { error, first_line } => Error {
-                        kind: match error.kind {
-                            JsonErrorKind::TooDeep { limit } => {
-                                ErrorKind::Capacity(Capacity::JsonDepth { limit })
-                            }
-                            _ => ErrorKind::Json(error),
-                        },
-                        stage: Stage::Sse,
-                        frame: index,
-                        offset: if first_line {
-                            payload_offset.saturating_add(error.offset as u64)
-                        } else {
-                            start
-                        },
-                    },
-                }
+                (Some(verdict), spilling.overflow_at)
             }
+            JsonState::Message(_) => (None, start),
+        };
+        let too_large = sse_error(
+            SseError::FrameTooLarge {
+                offset: overflow_at,
+                capacity,
+            },
+            index,
+        );
+        let e = match verdict {
+            Some(Verdict::StandIn(stand_ins)) => {
+                let config = self.stages.config;
+                let payload = self.framer.buffer().get(..len).unwrap_or_default();
+                if allowed(stand_ins, payload, config.dialect, config.check_tool_args) {
+                    let frame = Frame { payload, ..frame };
+                    return self.stages.frame(&frame, stand_ins, sink, &mut None);
+                }
+                too_large
+            }
+            Some(Verdict::Json { error, first_line }) => Error {
+                kind: match error.kind {
+                    JsonErrorKind::TooDeep { limit } => {
+                        ErrorKind::Capacity(Capacity::JsonDepth { limit })
+                    }
+                    _ => ErrorKind::Json(error),
+                },
+                stage: Stage::Sse,
+                frame: index,
+                offset: if first_line {
+                    payload_offset.saturating_add(error.offset as u64)
+                } else {
+                    start
+                },
+            },
+            Some(Verdict::TooLarge) | None => too_large,
         };
         if self.stages.config.policy != Policy::Monitor {
             return Err(e);

@@ -33,6 +33,19 @@ fn frame_bytes(json: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The error that stops `stream` in the default pipeline with a `buffer`-byte
+/// frame buffer, pushed in `piece`-byte pieces, and its message.
+fn first_error(stream: &[u8], buffer: usize, piece: usize) -> (Error, String) {
+    let mut buf = vec![0u8; buffer];
+    let mut pipeline = Pipeline::new(&mut buf, Config::new());
+    let e = stream
+        .chunks(piece)
+        .try_for_each(|p| pipeline.push(p, &mut |_: &Event<'_>, _: &FrameInfo| {}))
+        .expect_err("the stream fails");
+    let message = pipeline.message(&e).to_string();
+    (e, message)
+}
+
 /// `event` encoded by the library's encoder.
 fn encoded(event: &Event<'_>) -> Vec<u8> {
     let mut out = Vec::new();
@@ -462,15 +475,10 @@ fn ten_megabyte_frame_through_a_small_buffer_is_checked_as_it_streams() {
     // a lifecycle violation.
     let mut orphan = frame(RUN_STARTED);
     orphan.extend_from_slice(&frame_bytes(&content));
-    let mut buf = vec![0u8; BUFFER];
-    let mut pipeline = Pipeline::new(&mut buf, Config::new());
-    let e = orphan
-        .chunks(PIECE)
-        .try_for_each(|piece| pipeline.push(piece, &mut |_: &Event<'_>, _: &FrameInfo| {}))
-        .unwrap_err();
+    let (e, message) = first_error(&orphan, BUFFER, PIECE);
     assert_eq!((e.stage, e.frame), (Stage::Verify, 1), "{e}");
     assert_eq!(
-        pipeline.message(&e).to_string(),
+        message,
         "Cannot send 'TEXT_MESSAGE_CONTENT' event: No active text message found with ID 'm'. Start a text message with 'TEXT_MESSAGE_START' first."
     );
 
@@ -535,12 +543,7 @@ fn ten_megabyte_frame_through_a_small_buffer_is_checked_as_it_streams() {
     broken[at] = 0x01;
     let mut stream = frame(RUN_STARTED);
     stream.extend_from_slice(&frame_bytes(&broken));
-    let mut buf = vec![0u8; BUFFER];
-    let mut pipeline = Pipeline::new(&mut buf, Config::new());
-    let e = stream
-        .chunks(PIECE)
-        .try_for_each(|piece| pipeline.push(piece, &mut |_: &Event<'_>, _: &FrameInfo| {}))
-        .unwrap_err();
+    let (e, message) = first_error(&stream, BUFFER, PIECE);
     assert_eq!(
         e.kind,
         ErrorKind::Json(json::JsonError {
@@ -553,7 +556,7 @@ fn ten_megabyte_frame_through_a_small_buffer_is_checked_as_it_streams() {
         (1, (frame(RUN_STARTED).len() + 6 + at) as u64)
     );
     assert_eq!(
-        pipeline.message(&e).to_string(),
+        message,
         format!("Bad control character in string literal in JSON at position {at}")
     );
 
@@ -637,12 +640,7 @@ fn sixty_four_megabyte_snapshots_through_a_one_kilobyte_buffer() {
     history.extend_from_slice(b"]}");
     let mut stream = frame(RUN_STARTED);
     stream.extend_from_slice(&frame_bytes(&history));
-    let mut buf = vec![0u8; BUFFER];
-    let mut pipeline = Pipeline::new(&mut buf, Config::new());
-    let e = stream
-        .chunks(64 * 1024)
-        .try_for_each(|piece| pipeline.push(piece, &mut |_: &Event<'_>, _: &FrameInfo| {}))
-        .unwrap_err();
+    let (e, _) = first_error(&stream, BUFFER, 64 * 1024);
     assert_eq!(
         (e.kind, e.frame),
         (

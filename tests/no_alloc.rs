@@ -74,11 +74,16 @@ fn whole_streams_go_through_without_allocating() {
         events: 0,
         too_large: 0,
         violations: 0,
+        stand_ins: 0,
     };
 
     COUNTING.with(|c| c.set(true));
-    // A 64-byte buffer makes most frames spill past it.
-    for (stream, buffer) in streams.iter().flat_map(|s| [(s, 1 << 20), (s, 64)]) {
+    // A 64-byte buffer makes most frames spill past it; with 512 bytes most
+    // of those that spill have stand-ins.
+    for (stream, buffer) in streams
+        .iter()
+        .flat_map(|s| [(s, 1 << 20), (s, 64), (s, 512)])
+    {
         for dialect in [Dialect::V1, Dialect::V0] {
             for (policy, minting) in [
                 (Policy::Stop, Minting::Deterministic),
@@ -112,8 +117,10 @@ fn whole_streams_go_through_without_allocating() {
         events,
         too_large,
         violations,
+        stand_ins,
         ..
     } = sink;
+    assert!(stand_ins > 50, "only {stand_ins} events with stand-ins");
     assert!(events > 10_000, "only {events} events");
     assert!(violations > 100, "only {violations} violations reported");
     assert_eq!(too_large, 0, "events the encoder could not write whole");
@@ -126,11 +133,13 @@ struct Encoding<'o> {
     events: usize,
     too_large: usize,
     violations: usize,
+    stand_ins: usize,
 }
 
 impl Sink for Encoding<'_> {
-    fn event(&mut self, event: &Event<'_>, _: &FrameInfo) {
+    fn event(&mut self, event: &Event<'_>, frame: &FrameInfo) {
         self.events += 1;
+        self.stand_ins += usize::from(!frame.stand_ins.is_empty());
         if encode(event, &mut SliceWriter::new(self.out)).is_err() {
             self.too_large += 1;
         }

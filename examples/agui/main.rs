@@ -30,7 +30,7 @@ use std::io::{Read, Write as _};
 use std::process::ExitCode;
 
 use agui_stream::sse::SseFramer;
-use agui_stream::{Config, Dialect, Entity, Event, FrameInfo, Key, Minting, Pipeline, encode};
+use agui_stream::{Config, Dialect, Entity, Event, FrameInfo, Minting, Pipeline, encode};
 
 struct Options {
     dialect: Dialect,
@@ -140,12 +140,7 @@ fn check(o: &Options) -> std::io::Result<()> {
                 let window = window.borrow();
                 let at = |o: u64| (o.saturating_sub(window_at.get()) as usize).min(window.len());
                 let whole = payload_of(&window[at(f.start)..at(f.end)]);
-                canon::canonicalize_with(&json, &whole, |name| {
-                    match Key::from_bytes(name.as_bytes()) {
-                        Some(k) => f.stand_ins.contains(k),
-                        None => f.stand_ins.unlisted(),
-                    }
-                })
+                canon::canonicalize_with(&json, &whole, |name| f.stand_ins.covers(name))
             };
             let line = line.unwrap_or_else(|e| format!("<encoder bug: {e}>"));
             if let Err(e) = writeln!(out, "{line}") {

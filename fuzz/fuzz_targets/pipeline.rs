@@ -18,6 +18,10 @@ use agui_stream::{
 };
 use libfuzzer_sys::fuzz_target;
 
+#[path = "../../tests/common/stand_ins.rs"]
+mod stand_ins;
+use stand_ins::same_but_stand_ins;
+
 /// Large enough for any frame of an input we accept, so the frame buffer's
 /// capacity can never be what differs between splits.
 const BUFFER: usize = 64 * 1024;
@@ -201,36 +205,4 @@ fn same_seen(whole: &[Seen], small: &[Seen]) -> bool {
             }
             _ => false,
         })
-}
-
-fn same_but_stand_ins(whole: &[u8], small: &[u8], stand_ins: agui_stream::StandIns) -> bool {
-    use agui_stream::{JsonKind, Key, Limits, RawJson};
-    if stand_ins.is_empty() {
-        return false;
-    }
-    let members = |json: &[u8], empty: bool| -> Option<Vec<(String, Vec<u8>)>> {
-        let object = RawJson::parse(
-            json,
-            Limits {
-                max_depth: agui_stream::json::MAX_DEPTH,
-            },
-        )
-        .ok()?;
-        let members = object.members().map(|(name, value)| {
-            let name = name.to_string();
-            let stood_in = match Key::from_bytes(name.as_bytes()) {
-                Some(k) => stand_ins.contains(k),
-                None => stand_ins.unlisted(),
-            };
-            let bytes: &[u8] = match value.kind() {
-                JsonKind::String if empty && stood_in => b"\"\"",
-                JsonKind::Array if empty && stood_in => b"[]",
-                JsonKind::Object if empty && stood_in => b"{}",
-                _ => value.as_bytes(),
-            };
-            (name, bytes.to_vec())
-        });
-        Some(members.collect())
-    };
-    members(small, false).is_some_and(|m| Some(m) == members(whole, true))
 }

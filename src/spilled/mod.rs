@@ -86,7 +86,7 @@ pub(crate) enum Verdict {
     /// members.
     StandIn(StandIns),
     /// Well-formed, but what a rule reads did not fit.
-    TooLarge { overflow_at: u64 },
+    TooLarge,
     /// A syntax error (or too deep), at this payload offset; on the first
     /// data line if `first_line`.
     Json { error: JsonError, first_line: bool },
@@ -165,9 +165,7 @@ impl Spilling {
                 Ok(()) => {
                     let verdict = match self.stand_in() {
                         Some((_, stand_ins)) => Verdict::StandIn(stand_ins),
-                        None => Verdict::TooLarge {
-                            overflow_at: self.overflow_at,
-                        },
+                        None => Verdict::TooLarge,
                     };
                     return (verdict, None);
                 }

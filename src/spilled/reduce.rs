@@ -90,6 +90,15 @@ impl StandIns {
         self.has(UNLISTED)
     }
 
+    /// The member called `name` is a stand-in (by its [`Key`], or as an
+    /// unlisted member).
+    pub fn covers(self, name: &str) -> bool {
+        match Key::from_bytes(name.as_bytes()) {
+            Some(k) => self.contains(k),
+            None => self.unlisted(),
+        }
+    }
+
     /// The keys whose values are stand-ins.
     pub fn keys(self) -> impl Iterator<Item = Key> {
         Key::ALL.iter().copied().filter(move |&k| self.contains(k))
@@ -456,23 +465,18 @@ impl Reducer {
                 self.flags |= FAILED;
                 return;
             }
+            let moved = tail.len();
             buf.copy_within(tail, to);
-            let shift = best.saturating_sub(2);
             self.out = start;
             self.write_empty(kind, buf);
-            self.out = self.out.saturating_add(self.out_after(out, end));
-            self.mark = self.mark.saturating_sub(shift);
+            self.out = u32::try_from(to.saturating_add(moved)).unwrap_or(u32::MAX);
+            self.mark = self.mark.saturating_sub(best.saturating_sub(2));
             self.stand_ins.add(self.best_bit);
             self.best = (0, 0);
             self.emit(b, buf);
         } else {
             self.flags |= FAILED;
         }
-    }
-
-    /// Bytes that followed a closed value that was just replaced.
-    fn out_after(&self, out: usize, end: u32) -> u32 {
-        u32::try_from(out.saturating_sub(end as usize)).unwrap_or(u32::MAX)
     }
 
     /// Writes the empty value of the kind `first` begins (two bytes).

@@ -16,6 +16,7 @@ use agui_stream::{Config, Dialect, Error, Event, FrameInfo, Minting, Pipeline, S
 
 #[path = "../../examples/agui/canon.rs"]
 pub mod canon;
+pub mod stand_ins;
 
 /// The pipeline's frame buffer: larger than any corpus frame.
 pub const FRAME_BUFFER: usize = 1 << 20;
