@@ -47,13 +47,9 @@ impl V8Message {
 
     /// The message of an error whose text is gone: its kind, its position
     /// in UTF-16 units and the byte there. An unexpected token is then
-    /// shown without the text around it.
+    /// shown without the text around it. (After a backslash, the caller
+    /// makes an astral character an unexpected token, as `new` does.)
     pub(crate) fn at(kind: JsonErrorKind, position: usize, byte: u8) -> Self {
-        // As in `new`: half a surrogate pair after a backslash.
-        let kind = match (kind, byte) {
-            (JsonErrorKind::BadEscape, 0xF0..=0xF4) => JsonErrorKind::UnexpectedToken(byte),
-            (kind, _) => kind,
-        };
         V8Message {
             kind,
             position: u32::try_from(position).unwrap_or(u32::MAX),

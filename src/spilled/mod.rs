@@ -71,12 +71,14 @@ enum Progress {
         units: Utf16Count,
         stand_in: Reducer,
     },
-    /// The first syntax error, with the UTF-16 units before it and the
-    /// byte there (for V8's message).
+    /// The first syntax error, with the UTF-16 units before it, the byte
+    /// there and up to three after it (for V8's message).
     Failed {
         error: JsonError,
         units: u32,
         byte: u8,
+        next: [u8; 3],
+        got: u8,
     },
 }
 
@@ -125,8 +127,9 @@ impl Spilling {
 
     /// Checks the syntax of the next bytes.
     fn check(&mut self, bytes: &[u8]) {
-        let Progress::Reading { scan, units, .. } = &mut self.progress else {
-            return;
+        let (scan, units) = match &mut self.progress {
+            Progress::Reading { scan, units, .. } => (scan, units),
+            Progress::Failed { next, got, .. } => return collect(next, got, bytes),
         };
         if self.first_lf == usize::MAX
             && let Some(k) = memchr::memchr(b'\n', bytes)
@@ -138,10 +141,18 @@ impl Spilling {
             Err(error) => {
                 let at = error.offset.saturating_sub(self.seen);
                 units.feed(bytes.get(..at).unwrap_or_default());
+                let (mut next, mut got) = ([0; 3], 0);
+                collect(
+                    &mut next,
+                    &mut got,
+                    bytes.get(at.saturating_add(1)..).unwrap_or_default(),
+                );
                 self.progress = Progress::Failed {
                     error,
                     units: units.before_next(),
                     byte: bytes.get(at).copied().unwrap_or(0),
+                    next,
+                    got,
                 };
             }
         }
@@ -160,7 +171,21 @@ impl Spilling {
     /// The verdict at the frame's end, and V8's message for a JSON error.
     pub(crate) fn finish(&self) -> (Verdict, Option<V8Message>) {
         let (error, units, byte) = match self.progress {
-            Progress::Failed { error, units, byte } => (error, units, byte),
+            Progress::Failed {
+                mut error,
+                units,
+                byte,
+                next,
+                got,
+            } => {
+                // V8 reads an escape a UTF-16 unit at a time: half of an
+                // astral character is an unexpected token.
+                let after = next.get(..usize::from(got)).unwrap_or_default();
+                if error.kind == JsonErrorKind::BadEscape && is_astral(byte, after) {
+                    error.kind = JsonErrorKind::UnexpectedToken(byte);
+                }
+                (error, units, byte)
+            }
             Progress::Reading { scan, units, .. } => match scan.finish() {
                 Ok(()) => {
                     let verdict = match self.stand_in() {
@@ -178,5 +203,59 @@ impl Spilling {
             kind => Some(V8Message::at(kind, units as usize, byte)),
         };
         (Verdict::Json { error, first_line }, message)
+    }
+}
+
+/// Keeps the first bytes after an error, up to three.
+fn collect(next: &mut [u8; 3], got: &mut u8, bytes: &[u8]) {
+    for &b in bytes {
+        let Some(slot) = next.get_mut(usize::from(*got)) else {
+            return;
+        };
+        *slot = b;
+        *got = got.saturating_add(1);
+    }
+}
+
+/// `lead` and `rest` are one well-formed four-byte UTF-8 sequence.
+fn is_astral(lead: u8, rest: &[u8]) -> bool {
+    let second = match lead {
+        0xF0 => 0x90..=0xBF,
+        0xF1..=0xF3 => 0x80..=0xBF,
+        0xF4 => 0x80..=0x8F,
+        _ => return false,
+    };
+    matches!(rest, [a, b, c] if second.contains(a) && (0x80..=0xBF).contains(b) && (0x80..=0xBF).contains(c))
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+
+    use super::*;
+    use std::string::ToString;
+
+    /// V8's message for a payload that spilled, fed in `piece`-byte pieces.
+    fn message(payload: &[u8], piece: usize) -> std::string::String {
+        let mut s = Spilling::new(0);
+        let mut buf = [0u8; 16];
+        for p in payload.chunks(piece) {
+            s.feed(p, &mut buf);
+        }
+        s.finish().1.map(|m| m.to_string()).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_backslash_before_an_astral_character_is_an_unexpected_token() {
+        for piece in [1, 2, 100] {
+            let astral = message("{\"a\":\"\\\u{1F600}\"}".as_bytes(), piece);
+            assert!(astral.starts_with("Unexpected token"), "{astral}");
+            // Invalid UTF-8 decodes to U+FFFD, one unit: a bad escape.
+            let broken = message(b"{\"a\":\"\\\xf4\xf4\xf4\xf4\"}", piece);
+            assert_eq!(
+                broken, "Bad escaped character in JSON at position 7",
+                "{piece}"
+            );
+        }
     }
 }
