@@ -11,8 +11,9 @@ use crate::json::{JsonErrorKind, Limits, V8Message};
 use crate::legacy::{Minting, Translator};
 use crate::normalize::{Normalizer, Stop};
 use crate::schema::Dialect;
-use crate::spilled::{JsonState, StandIns, Verdict, allowed};
+use crate::spilled::{self, JsonState, StandIns, Verdict, allowed};
 use crate::sse::{Frame, SseError, SseField, SseFramer};
+use crate::verify::Staged;
 use crate::verify::{Entity, RunPhase, Verifier, VerifyError};
 
 /// Default capacity of the verifier's open-id table (open text messages,
@@ -243,9 +244,10 @@ macro_rules! run_frame {
             let no_stand_ins = StandIns::default();
             let result = $pipeline
                 .stages
-                .frame(&$frame, no_stand_ins, $sink, &mut message);
+                .frame(&$frame, no_stand_ins, None, $sink, &mut message);
             if let Some(m) = message {
-                *$pipeline.framer.spill_sink_mut() = JsonState::Message(m);
+                let dialect = $pipeline.stages.config.dialect;
+                *$pipeline.framer.spill_sink_mut() = JsonState::Message(m, dialect);
             }
             result
         }
@@ -306,7 +308,10 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
     /// `Pipeline::<'_, 8, 16, 512>::with_capacity(buf, config)`.
     pub fn with_capacity(frame_buffer: &'b mut [u8], config: Config) -> Self {
         Pipeline {
-            framer: SseFramer::with_spill(frame_buffer, JsonState::Message(V8Message::EMPTY)),
+            framer: SseFramer::with_spill(
+                frame_buffer,
+                JsonState::Message(V8Message::EMPTY, config.dialect),
+            ),
             stages: Stages {
                 config,
                 translator: Translator::new(config.minting),
@@ -369,11 +374,11 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             JsonState::Spilling(spilling) => {
                 let (verdict, message) = spilling.finish();
                 if let Some(m) = message {
-                    *state = JsonState::Message(m);
+                    *state = JsonState::Message(m, self.stages.config.dialect);
                 }
                 (Some(verdict), spilling.overflow_at)
             }
-            JsonState::Message(_) => (None, start),
+            JsonState::Message(..) => (None, start),
         };
         let too_large = sse_error(
             SseError::FrameTooLarge {
@@ -383,12 +388,23 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             index,
         );
         let e = match verdict {
-            Some(Verdict::StandIn(stand_ins)) => {
+            Some(Verdict::StandIn(reduced)) => {
                 let config = self.stages.config;
-                let payload = self.framer.buffer().get(..len).unwrap_or_default();
-                if allowed(stand_ins, payload, config.dialect, config.check_tool_args) {
+                let buffer = self.framer.buffer();
+                let payload = buffer.get(..len).unwrap_or_default();
+                let stand_ins = reduced.stand_ins;
+                if allowed(
+                    stand_ins,
+                    reduced.checked,
+                    payload,
+                    config.dialect,
+                    config.check_tool_args,
+                ) {
                     let frame = Frame { payload, ..frame };
-                    return self.stages.frame(&frame, stand_ins, sink, &mut None);
+                    let staged = spilled::staged(&reduced, buffer);
+                    return self
+                        .stages
+                        .frame(&frame, stand_ins, staged, sink, &mut None);
                 }
                 too_large
             }
@@ -414,7 +430,9 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         }
         self.stages.violations = self.stages.violations.saturating_add(1);
         match self.framer.spill_sink() {
-            JsonState::Message(m) if matches!(e.kind, ErrorKind::Json(_)) => sink.violation(&e, m),
+            JsonState::Message(m, _) if matches!(e.kind, ErrorKind::Json(_)) => {
+                sink.violation(&e, m)
+            }
             _ => sink.violation(&e, &e.kind),
         }
         Ok(())
@@ -503,7 +521,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> fmt::Display
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.error.kind {
             ErrorKind::Json(e) => match self.json {
-                JsonState::Message(m) => m.fmt(f),
+                JsonState::Message(m, _) => m.fmt(f),
                 JsonState::Spilling(_) => e.fmt(f),
             },
             ErrorKind::Chunk(c) => self.normalizer.describe(c).fmt(f),
@@ -529,11 +547,13 @@ struct Stages<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> {
 impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN, OWNERS, ID_BYTES> {
     /// Decodes, translates, normalizes and verifies one frame. `Err` only
     /// when the pipeline must stop. A JSON syntax error's message goes to
-    /// `json`.
+    /// `json`. `staged` holds the records of a spilled frame's elements
+    /// that were let go.
     fn frame<S: Sink + ?Sized>(
         &mut self,
         frame: &Frame<'_>,
         stand_ins: StandIns,
+        staged: Option<Staged<'_>>,
         sink: &mut S,
         json: &mut Option<V8Message>,
     ) -> Result<(), Error> {
@@ -586,7 +606,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
             // Only a decoded event carries its object; synthesized and
             // translated ones are built field by field.
             info.original = out.object().is_some();
-            match verifier.check(out) {
+            match verifier.check_staged(out, staged.filter(|_| info.original)) {
                 Ok(()) => {
                     *events = events.saturating_add(1);
                     sink.event(out, &info);

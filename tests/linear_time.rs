@@ -97,6 +97,43 @@ fn work_does_not_depend_on_the_split() {
     let (kept, spilled) = (spill_work(1 << 20, big.len()), spill_work(64, 7));
     eprintln!("50 frames of 20 kB: work {kept} whole, {spilled} spilled in 7-byte pushes");
     assert!((spilled as f64) < 2.0 * kept as f64, "{spilled} vs {kept}");
+    // A message history read element by element: the same work per byte
+    // for 1,000 messages as for 10,000, and about what it costs whole.
+    let history = |n: usize, buffer: usize| {
+        let messages: Vec<String> = (0..n)
+            .map(|i| {
+                format!(
+                    r#"{{"id":"m{i}","role":"assistant","content":"step {i}","toolCalls":[{{"id":"c{i}","type":"function","function":{{"name":"f","arguments":"{{}}"}}}}]}}"#
+                )
+            })
+            .collect();
+        let snapshot = format!(
+            r#"{{"type":"MESSAGES_SNAPSHOT","messages":[{}]}}"#,
+            messages.join(",")
+        );
+        let s = common::sse(&[common::RUN_STARTED, &snapshot]);
+        let mut buf = vec![0u8; buffer];
+        let mut p = Pipeline::new(&mut buf, Config::new());
+        let mut sink = |_: &Event<'_>, _: &FrameInfo| {};
+        work::take();
+        for piece in s.chunks(1460) {
+            p.push(piece, &mut sink).unwrap();
+        }
+        p.finish(&mut sink).unwrap();
+        work::take() as f64 / s.len() as f64
+    };
+    let (short, long, whole) = (
+        history(1_000, 1024),
+        history(10_000, 1024),
+        history(10_000, 1 << 24),
+    );
+    eprintln!(
+        "message histories: work per byte {short:.2} (1,000 messages), {long:.2} (10,000), {whole:.2} whole"
+    );
+    assert!(
+        long < 1.1 * short && long < 2.0 * whole,
+        "{short} {long} {whole}"
+    );
     let (short, long) = (per_byte(1_000), per_byte(10_000));
     eprintln!("long runs: work per byte {short:.2} (1,000 tool calls), {long:.2} (10,000)");
     assert!(long < 1.1 * short, "{long} vs {short}");

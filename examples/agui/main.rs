@@ -30,7 +30,7 @@ use std::io::{Read, Write as _};
 use std::process::ExitCode;
 
 use agui_stream::sse::SseFramer;
-use agui_stream::{Config, Dialect, Entity, Event, FrameInfo, Minting, Pipeline, encode};
+use agui_stream::{Config, Dialect, Entity, Event, FrameInfo, Limits, Minting, Pipeline, encode};
 
 struct Options {
     dialect: Dialect,
@@ -139,7 +139,7 @@ fn check(o: &Options) -> std::io::Result<()> {
             } else {
                 let window = window.borrow();
                 let at = |o: u64| (o.saturating_sub(window_at.get()) as usize).min(window.len());
-                let whole = payload_of(&window[at(f.start)..at(f.end)]);
+                let whole = as_encoded(&payload_of(&window[at(f.start)..at(f.end)]), o.dialect);
                 canon::canonicalize_with(&json, &whole, |name| f.stand_ins.covers(name))
             };
             let line = line.unwrap_or_else(|e| format!("<encoder bug: {e}>"));
@@ -198,6 +198,16 @@ fn payload_of(frame: &[u8]) -> Vec<u8> {
     match framer.finish() {
         Ok(Some(f)) => f.payload.to_vec(),
         _ => Vec::new(),
+    }
+}
+
+/// `payload` decoded and encoded again (as its members are written), or
+/// as it is if it does not decode.
+fn as_encoded(payload: &[u8], dialect: Dialect) -> Vec<u8> {
+    let mut out = Vec::new();
+    match agui_stream::decode(payload, dialect, Limits::new()) {
+        Ok(Some(event)) if encode(&event, &mut out).is_ok() => out,
+        _ => payload.to_vec(),
     }
 }
 

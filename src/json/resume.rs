@@ -250,6 +250,11 @@ impl<const W: usize> Scanner<W> {
         })
     }
 
+    /// Bytes fed so far.
+    pub(crate) const fn fed(&self) -> usize {
+        self.offset
+    }
+
     /// Validates the next piece; after an error the state is undefined
     /// (keep a copy to undo).
     pub(crate) fn feed(&mut self, piece: &[u8]) -> Result<(), JsonError> {

@@ -8,31 +8,59 @@
 //! frame a [`Capacity::FrameBuffer`](crate::Capacity::FrameBuffer) error.
 //! Nothing but this small state and the buffer is used.
 
+mod elements;
 mod reduce;
 mod utf16;
 
+use elements::FILTER;
 use reduce::Reducer;
 pub use reduce::StandIns;
-pub(crate) use reduce::allowed;
+pub(crate) use reduce::{Reduced, allowed};
 use utf16::Utf16Count;
 
 use crate::json::{JsonError, JsonErrorKind, Limits, Scanner, V8Message};
+use crate::schema::Dialect;
 use crate::sse::SpillSink;
+use crate::verify::Staged;
 
 /// The state of a spilling frame, or the message of the last JSON error:
 /// the framer's spill sink (one or the other is needed at a time).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum JsonState {
-    /// The last JSON syntax error, as V8 words it.
-    Message(V8Message),
+    /// The last JSON syntax error, as V8 words it, and the dialect the
+    /// next spilling frame is read in.
+    Message(V8Message, Dialect),
     /// A frame is spilling.
     Spilling(Spilling),
 }
 
+impl JsonState {
+    /// The dialect frames are read in.
+    pub(crate) const fn dialect(&self) -> Dialect {
+        match self {
+            JsonState::Message(_, d) => *d,
+            JsonState::Spilling(s) => match s.progress {
+                Progress::Reading { stand_in, .. } => stand_in.dialect(),
+                Progress::Failed { dialect, .. } => dialect,
+            },
+        }
+    }
+}
+
 impl SpillSink for JsonState {
     fn begin(&mut self, offset: u64, buf: &mut [u8], held: usize) -> bool {
-        let mut s = Spilling::new(offset);
-        s.feed_held(buf, held);
+        let mut s = Spilling::new(offset, self.dialect());
+        // The buffer's last bytes may hold the filter of an array read
+        // element by element: what the payload has there is read from a
+        // copy.
+        let split = held.min(buf.len().saturating_sub(FILTER));
+        let mut last = [0u8; FILTER];
+        let n = held.saturating_sub(split).min(FILTER);
+        if let (Some(dst), Some(src)) = (last.get_mut(..n), buf.get(split..held)) {
+            dst.copy_from_slice(src);
+        }
+        s.feed_held(buf, split);
+        s.feed(last.get(..n).unwrap_or_default(), buf);
         *self = JsonState::Spilling(s);
         true
     }
@@ -45,8 +73,8 @@ impl SpillSink for JsonState {
 
     fn end(&mut self, _: &mut [u8]) -> usize {
         match self {
-            JsonState::Spilling(s) => s.stand_in().map_or(0, |(len, _)| len),
-            JsonState::Message(_) => 0,
+            JsonState::Spilling(s) => s.stand_in().map_or(0, |r| r.len),
+            JsonState::Message(..) => 0,
         }
     }
 }
@@ -55,9 +83,7 @@ impl SpillSink for JsonState {
 pub(crate) struct Spilling {
     /// Stream offset of the first byte that did not fit.
     pub(crate) overflow_at: u64,
-    /// Payload bytes seen, and where the first line ends (`usize::MAX`
-    /// until it does).
-    seen: usize,
+    /// Where the payload's first line ends (`usize::MAX` until it does).
     first_lf: usize,
     progress: Progress,
 }
@@ -79,14 +105,14 @@ enum Progress {
         byte: u8,
         next: [u8; 3],
         got: u8,
+        dialect: Dialect,
     },
 }
 
 /// What a spilled frame came to.
 pub(crate) enum Verdict {
-    /// Well-formed, and its stand-in (the frame's payload) replaces these
-    /// members.
-    StandIn(StandIns),
+    /// Well-formed, and its stand-in is the frame's payload.
+    StandIn(Reduced),
     /// Well-formed, but what a rule reads did not fit.
     TooLarge,
     /// A syntax error (or too deep), at this payload offset; on the first
@@ -97,15 +123,14 @@ pub(crate) enum Verdict {
 impl Spilling {
     /// A frame that stopped fitting at stream offset `overflow_at`; its
     /// JSON is checked 64 levels deep, whatever the limits.
-    const fn new(overflow_at: u64) -> Self {
+    const fn new(overflow_at: u64, dialect: Dialect) -> Self {
         Spilling {
             overflow_at,
-            seen: 0,
             first_lf: usize::MAX,
             progress: Progress::Reading {
                 scan: Scanner::new(Limits::new()),
                 units: Utf16Count::new(),
-                stand_in: Reducer::new(),
+                stand_in: Reducer::new(dialect),
             },
         }
     }
@@ -127,19 +152,24 @@ impl Spilling {
 
     /// Checks the syntax of the next bytes.
     fn check(&mut self, bytes: &[u8]) {
-        let (scan, units) = match &mut self.progress {
-            Progress::Reading { scan, units, .. } => (scan, units),
+        let (scan, units, dialect) = match &mut self.progress {
+            Progress::Reading {
+                scan,
+                units,
+                stand_in,
+            } => (scan, units, stand_in.dialect()),
             Progress::Failed { next, got, .. } => return collect(next, got, bytes),
         };
+        let seen = scan.fed();
         if self.first_lf == usize::MAX
             && let Some(k) = memchr::memchr(b'\n', bytes)
         {
-            self.first_lf = self.seen.saturating_add(k);
+            self.first_lf = seen.saturating_add(k);
         }
         match scan.feed(bytes) {
             Ok(()) => units.feed(bytes),
             Err(error) => {
-                let at = error.offset.saturating_sub(self.seen);
+                let at = error.offset.saturating_sub(seen);
                 units.feed(bytes.get(..at).unwrap_or_default());
                 let (mut next, mut got) = ([0; 3], 0);
                 collect(
@@ -153,15 +183,14 @@ impl Spilling {
                     byte: bytes.get(at).copied().unwrap_or(0),
                     next,
                     got,
+                    dialect,
                 };
             }
         }
-        self.seen = self.seen.saturating_add(bytes.len());
     }
 
-    /// The stand-in's length and what it replaced, for well-formed JSON
-    /// whose needed members fit.
-    fn stand_in(&self) -> Option<(usize, StandIns)> {
+    /// The stand-in, for well-formed JSON whose needed members fit.
+    fn stand_in(&self) -> Option<Reduced> {
         match &self.progress {
             Progress::Reading { scan, stand_in, .. } if scan.finish().is_ok() => stand_in.finish(),
             _ => None,
@@ -177,6 +206,7 @@ impl Spilling {
                 byte,
                 next,
                 got,
+                ..
             } => {
                 // V8 reads an escape a UTF-16 unit at a time: half of an
                 // astral character is an unexpected token.
@@ -189,7 +219,7 @@ impl Spilling {
             Progress::Reading { scan, units, .. } => match scan.finish() {
                 Ok(()) => {
                     let verdict = match self.stand_in() {
-                        Some((_, stand_ins)) => Verdict::StandIn(stand_ins),
+                        Some(reduced) => Verdict::StandIn(reduced),
                         None => Verdict::TooLarge,
                     };
                     return (verdict, None);
@@ -228,6 +258,17 @@ fn is_astral(lead: u8, rest: &[u8]) -> bool {
     matches!(rest, [a, b, c] if second.contains(a) && (0x80..=0xBF).contains(b) && (0x80..=0xBF).contains(c))
 }
 
+/// The records a spilled frame's stand-in let go, in the buffer `buf`
+/// whose first `reduced.len` bytes are the stand-in.
+pub(crate) fn staged<'a>(reduced: &Reduced, buf: &'a [u8]) -> Option<Staged<'a>> {
+    reduced.checked?;
+    Some(Staged {
+        filter: buf.get(buf.len().checked_sub(FILTER)?..)?,
+        parent: reduced.parent,
+        subagents: reduced.subagents,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;
@@ -237,7 +278,7 @@ mod tests {
 
     /// V8's message for a payload that spilled, fed in `piece`-byte pieces.
     fn message(payload: &[u8], piece: usize) -> std::string::String {
-        let mut s = Spilling::new(0);
+        let mut s = Spilling::new(0, Dialect::V1);
         let mut buf = [0u8; 16];
         for p in payload.chunks(piece) {
             s.feed(p, &mut buf);

@@ -14,6 +14,7 @@
 
 use core::fmt;
 
+use super::elements::{self, Element, FILTER, MIN_BUFFER};
 use crate::event_type::{EventType, Key};
 use crate::json::{JsonKind, RawJson};
 use crate::schema::{self, Dialect, Shape};
@@ -51,9 +52,11 @@ const UNLISTED: u8 = 63;
 /// The bit of a root value that is not an object (a schema error whatever
 /// it holds).
 const ROOT: u8 = 62;
-/// Not cut: a member some rule reads, or a name with escapes.
-const KEPT: u8 = u8::MAX;
-const _: () = assert!(crate::event_type::KEY_COUNT < ROOT as usize);
+/// A name with escapes (never cut).
+const ESCAPED: u8 = 61;
+/// No member.
+const NONE: u8 = u8::MAX;
+const _: () = assert!(crate::event_type::KEY_COUNT < ESCAPED as usize);
 
 /// Members no stage reads the content of (only their kind, which a
 /// stand-in keeps). `delta` of a tool call is read when its arguments are
@@ -104,6 +107,17 @@ impl StandIns {
         Key::ALL.iter().copied().filter(move |&k| self.contains(k))
     }
 
+    /// The bits of the members that may be cut.
+    const fn opaque() -> u64 {
+        let mut mask = (1u64 << UNLISTED) | (1u64 << ROOT);
+        let mut rest = OPAQUE;
+        while let [key, tail @ ..] = rest {
+            mask |= 1u64 << (*key as u8);
+            rest = tail;
+        }
+        mask
+    }
+
     const fn has(self, bit: u8) -> bool {
         bit < 64 && self.0 & (1u64 << bit) != 0
     }
@@ -129,8 +143,10 @@ impl fmt::Debug for StandIns {
 /// Whether the stand-ins of `payload` (a stand-in the reducer wrote) leave
 /// its verdict the reference's: each replaced member's shape looks only at
 /// the kind of its value, and no rule reads it.
+/// `checked` is the member read element by element, if any.
 pub(crate) fn allowed(
     stand_ins: StandIns,
+    checked: Option<Key>,
     payload: &[u8],
     dialect: Dialect,
     check_tool_args: bool,
@@ -152,6 +168,10 @@ pub(crate) fn allowed(
     stand_ins.keys().all(|key| {
         if key == Key::Delta && args && check_tool_args {
             return false;
+        }
+        if checked == Some(key) && elements::element_key(ty) == checked {
+            // Its elements were checked one by one.
+            return true;
         }
         let string = || {
             RawJson::trusted(payload)
@@ -202,6 +222,27 @@ const ESCAPE: u8 = 2;
 const SKIPPING: u8 = 4;
 /// Something a rule needs did not fit.
 const FAILED: u8 = 8;
+/// An array is read element by element ([`elements`]): the buffer's last
+/// [`FILTER`] bytes hold the records of the elements let go.
+const ELEMENTS: u8 = 16;
+/// An element failed its check: the stand-in keeps it and drops the rest
+/// of its array.
+const FAULTED: u8 = 32;
+/// The elements let go made records the parent owns / a subagent owns.
+const PARENT: u8 = 64;
+const SUBAGENT: u8 = 128;
+
+/// A finished stand-in.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Reduced {
+    pub(crate) len: usize,
+    pub(crate) stand_ins: StandIns,
+    /// The member read element by element, if one was.
+    pub(crate) checked: Option<Key>,
+    /// The elements let go made records the parent owns / a subagent owns.
+    pub(crate) parent: bool,
+    pub(crate) subagents: bool,
+}
 
 /// Writes a spilling payload's stand-in into the frame buffer.
 #[derive(Clone, Copy, Debug)]
@@ -215,30 +256,44 @@ pub(crate) struct Reducer {
     /// for none), and its member's bit.
     best: (u32, u32),
     best_bit: u8,
-    /// The bit of the current member (`KEPT` if it may not be replaced).
+    /// The bit of the current member: its [`Key`], `UNLISTED`, `ROOT` or
+    /// `ESCAPED`.
     bit: u8,
     /// The first byte of the current value.
     kind: u8,
     depth: u8,
     flags: u8,
     phase: Phase,
+    /// The event's type as far as read (an unescaped `type` member's).
+    ty: Option<EventType>,
+    /// The bit of the member whose array may be read element by element
+    /// (`NONE` if the current one may not).
+    checked: u8,
+    dialect: Dialect,
     stand_ins: StandIns,
 }
 
 impl Reducer {
-    pub(crate) const fn new() -> Self {
+    pub(crate) const fn new(dialect: Dialect) -> Self {
         Reducer {
             out: 0,
             mark: 0,
             best: (0, 0),
-            best_bit: KEPT,
-            bit: KEPT,
+            best_bit: NONE,
+            bit: NONE,
             kind: 0,
             depth: 0,
             flags: 0,
             phase: Phase::Root,
+            ty: None,
+            checked: NONE,
+            dialect,
             stand_ins: StandIns(0),
         }
+    }
+
+    pub(crate) const fn dialect(&self) -> Dialect {
+        self.dialect
     }
 
     /// Reads the first `held` bytes of the payload, which are `buf`'s own
@@ -284,7 +339,7 @@ impl Reducer {
         }
         let out = self.out as usize;
         if let Some(end) = out.checked_add(run.len())
-            && end <= buf.len().saturating_sub(2)
+            && end <= self.room(buf.len())
             && let Some(dst) = buf.get_mut(out..end)
         {
             dst.copy_from_slice(run);
@@ -299,10 +354,20 @@ impl Reducer {
         }
     }
 
-    /// The stand-in's length and which members it replaced, or `None` if
-    /// something a rule needs did not fit.
-    pub(crate) fn finish(&self) -> Option<(usize, StandIns)> {
-        (self.flags & FAILED == 0).then_some((self.out as usize, self.stand_ins))
+    /// The stand-in, or `None` if something a rule needs did not fit.
+    pub(crate) fn finish(&self) -> Option<Reduced> {
+        let checked = Key::ALL
+            .iter()
+            .copied()
+            .find(|&k| k as u8 == self.checked)
+            .filter(|_| self.flags & ELEMENTS != 0);
+        (self.flags & FAILED == 0).then_some(Reduced {
+            len: self.out as usize,
+            stand_ins: self.stand_ins,
+            checked,
+            parent: self.flags & PARENT != 0,
+            subagents: self.flags & SUBAGENT != 0,
+        })
     }
 
     fn byte(&mut self, b: u8, buf: &mut [u8]) {
@@ -344,7 +409,12 @@ impl Reducer {
                 self.depth = self.depth.saturating_add(1);
                 self.emit(b, buf);
             }
+            b',' if self.depth == 2 && self.reading_elements() => self.element_closed(buf),
             b'}' | b']' => {
+                if b == b']' && self.depth == 2 && self.reading_elements() {
+                    self.element_closed(buf);
+                    self.flags &= !(FAULTED | SKIPPING);
+                }
                 self.depth = self.depth.saturating_sub(1);
                 self.emit(b, buf);
                 match (self.depth, self.phase) {
@@ -383,28 +453,36 @@ impl Reducer {
         };
         self.mark = self.out;
         self.kind = b;
+        if b == b'[' && self.phase == Phase::Value && self.flags & ELEMENTS == 0 {
+            let item = self.ty.and_then(|ty| {
+                let key = Key::ALL.get(usize::from(self.bit)).copied()?;
+                elements::item(self.dialect, ty, key)
+            });
+            self.checked = if item.is_some() { self.bit } else { NONE };
+        }
     }
 
     fn string_closed(&mut self, buf: &[u8]) {
+        let text = |r: &Self| {
+            buf.get((r.mark as usize).saturating_add(1)..r.out.saturating_sub(1) as usize)
+                .unwrap_or_default()
+        };
         match self.phase {
             Phase::Key if self.depth == 1 => {
-                let name = buf
-                    .get(
-                        (self.mark as usize).saturating_add(1)..self.out.saturating_sub(1) as usize,
-                    )
-                    .unwrap_or_default();
+                let name = text(self);
                 self.bit = if name.contains(&b'\\') {
-                    KEPT
+                    ESCAPED
                 } else {
-                    match Key::from_bytes(name) {
-                        Some(k) if OPAQUE.contains(&k) => k as u8,
-                        Some(_) => KEPT,
-                        None => UNLISTED,
-                    }
+                    Key::from_bytes(name).map_or(UNLISTED, |k| k as u8)
                 };
                 self.phase = Phase::Colon;
             }
-            Phase::Value if self.depth == 1 && self.kind == b'"' => self.value_closed(),
+            Phase::Value if self.depth == 1 && self.kind == b'"' => {
+                if self.bit == Key::Type as u8 && self.flags & SKIPPING == 0 {
+                    self.ty = EventType::from_bytes(text(self));
+                }
+                self.value_closed();
+            }
             Phase::RootValue if self.depth == 0 && self.kind == b'"' => self.value_closed(),
             _ => {}
         }
@@ -428,19 +506,47 @@ impl Reducer {
 
     /// The current value may be replaced.
     fn cuttable(&self) -> bool {
-        self.bit != KEPT && matches!(self.kind, b'"' | b'{' | b'[')
+        self.bit < 64
+            && StandIns::opaque() & (1u64 << self.bit) != 0
+            && matches!(self.kind, b'"' | b'{' | b'[')
+            && !(self.flags & ELEMENTS != 0 && self.bit == self.checked)
     }
 
-    /// Writes `b`, keeping two bytes free for a stand-in; where it does not
-    /// fit, replaces the longer of the current value and the longest closed
-    /// one that may be replaced.
+    /// In an array whose elements may be checked one by one.
+    fn in_elements(&self) -> bool {
+        self.phase == Phase::Value
+            && self.kind == b'['
+            && self.checked != NONE
+            && self.bit == self.checked
+            && self.out > self.mark
+    }
+
+    /// In an array whose elements are checked one by one as they close.
+    fn reading_elements(&self) -> bool {
+        self.flags & ELEMENTS != 0 && self.in_elements()
+    }
+
+    /// Where the stand-in must end: two bytes are kept free for an empty
+    /// value, and the last [`FILTER`] bytes for an array read element by
+    /// element.
+    fn room(&self, len: usize) -> usize {
+        let filter = if self.flags & ELEMENTS != 0 || self.in_elements() {
+            FILTER
+        } else {
+            0
+        };
+        len.saturating_sub(2).saturating_sub(filter)
+    }
+
+    /// Writes `b`, keeping room for a stand-in; where it does not fit,
+    /// replaces the longer of the current value and the longest closed one
+    /// that may be replaced, or starts reading an array element by element.
     fn emit(&mut self, b: u8, buf: &mut [u8]) {
         if self.flags & (SKIPPING | FAILED) != 0 {
             return;
         }
-        let room = buf.len().saturating_sub(2);
         let out = self.out as usize;
-        if out < room
+        if out < self.room(buf.len())
             && let Some(slot) = buf.get_mut(out)
         {
             *slot = b;
@@ -450,32 +556,159 @@ impl Reducer {
         let current = self.out.saturating_sub(self.mark);
         let best = self.best.1.saturating_sub(self.best.0);
         let open = matches!(self.phase, Phase::Value | Phase::RootValue) && self.cuttable();
-        if open && current >= best {
+        if self.in_elements() {
+            if best > 0 {
+                self.cut_best(b, buf);
+            } else if self.flags & ELEMENTS == 0 && self.start_elements(buf) {
+                self.emit(b, buf);
+            } else {
+                self.flags |= FAILED;
+            }
+        } else if open && current >= best {
             // The current value: `b` is part of it.
             self.out = self.mark;
             self.write_empty(self.kind, buf);
             self.stand_ins.add(self.bit);
             self.flags |= SKIPPING;
         } else if best > 0 {
-            let (start, end) = self.best;
-            let kind = buf.get(start as usize).copied().unwrap_or(b'"');
-            let tail = (end as usize)..out;
-            let to = (start as usize).saturating_add(2);
-            if tail.end > buf.len() || to > tail.start {
-                self.flags |= FAILED;
-                return;
-            }
-            let moved = tail.len();
-            buf.copy_within(tail, to);
-            self.out = start;
-            self.write_empty(kind, buf);
-            self.out = u32::try_from(to.saturating_add(moved)).unwrap_or(u32::MAX);
-            self.mark = self.mark.saturating_sub(best.saturating_sub(2));
-            self.stand_ins.add(self.best_bit);
-            self.best = (0, 0);
-            self.emit(b, buf);
+            self.cut_best(b, buf);
         } else {
             self.flags |= FAILED;
+        }
+    }
+
+    /// Replaces the longest closed value that may be replaced, then writes `b`.
+    fn cut_best(&mut self, b: u8, buf: &mut [u8]) {
+        let (start, end) = self.best;
+        let best = end.saturating_sub(start);
+        let kind = buf.get(start as usize).copied().unwrap_or(b'"');
+        let tail = (end as usize)..(self.out as usize);
+        let to = (start as usize).saturating_add(2);
+        if tail.end > buf.len() || to > tail.start {
+            self.flags |= FAILED;
+            return;
+        }
+        let moved = tail.len();
+        buf.copy_within(tail, to);
+        self.out = start;
+        self.write_empty(kind, buf);
+        self.out = u32::try_from(to.saturating_add(moved)).unwrap_or(u32::MAX);
+        self.mark = self.mark.saturating_sub(best.saturating_sub(2));
+        self.stand_ins.add(self.best_bit);
+        self.best = (0, 0);
+        self.emit(b, buf);
+    }
+
+    /// Starts reading the current array element by element: checks and
+    /// lets go of the elements it holds, keeping the one being read (or
+    /// the first that fails). False if that leaves no room.
+    fn start_elements(&mut self, buf: &mut [u8]) -> bool {
+        let Some((item, ty)) = self.item() else {
+            return false;
+        };
+        // The bytes before the array's must be clear of the filter.
+        let start = (self.mark as usize).saturating_add(1);
+        if buf.len() < MIN_BUFFER || start > self.room(buf.len()) {
+            return false;
+        }
+        let Some((head, filter)) = buf.split_at_mut_checked(buf.len().saturating_sub(FILTER))
+        else {
+            return false;
+        };
+        filter.fill(0);
+        self.flags |= ELEMENTS;
+        let end = self.out as usize;
+        crate::work::add(end.saturating_sub(start));
+        let (mut from, mut depth, mut in_string, mut escape) = (start, 0u32, false, false);
+        let mut failed = None;
+        for (i, &c) in head
+            .get(..end)
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+            .skip(start)
+        {
+            if in_string {
+                match c {
+                    _ if escape => escape = false,
+                    b'\\' => escape = true,
+                    b'"' => in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match c {
+                b'"' => in_string = true,
+                b'{' | b'[' => depth = depth.saturating_add(1),
+                b'}' | b']' => depth = depth.saturating_sub(1),
+                b',' if depth == 0 => {
+                    let element = head.get(from..i).unwrap_or_default();
+                    match elements::check(element, item, ty, filter) {
+                        Element::Passes(owner) => self.owned_by(owner),
+                        Element::Fails => {
+                            failed = Some((from, i));
+                            break;
+                        }
+                    }
+                    from = i.saturating_add(1);
+                }
+                _ => {}
+            }
+        }
+        let (from, to) = failed.unwrap_or((from, end));
+        if to > head.len() || from > to {
+            return false;
+        }
+        head.copy_within(from..to, start);
+        self.out = u32::try_from(start.saturating_add(to.saturating_sub(from))).unwrap_or(u32::MAX);
+        self.stand_ins.add(self.bit);
+        if failed.is_some() {
+            self.flags |= FAULTED | SKIPPING;
+            return true;
+        }
+        (self.out as usize) < self.room(buf.len())
+    }
+
+    /// An element of an array read element by element closed (the
+    /// stand-in holds it after the array's `[`): checked and let go, or
+    /// kept if it fails.
+    fn element_closed(&mut self, buf: &mut [u8]) {
+        let start = (self.mark as usize).saturating_add(1);
+        let end = self.out as usize;
+        if self.flags & FAULTED != 0 || end <= start {
+            return;
+        }
+        let Some((item, ty)) = self.item() else {
+            self.flags |= FAILED;
+            return;
+        };
+        let Some((head, filter)) = buf.split_at_mut_checked(buf.len().saturating_sub(FILTER))
+        else {
+            self.flags |= FAILED;
+            return;
+        };
+        let element = head.get(start..end).unwrap_or_default();
+        match elements::check(element, item, ty, filter) {
+            Element::Passes(owner) => {
+                self.owned_by(owner);
+                self.out = self.mark.saturating_add(1);
+            }
+            Element::Fails => self.flags |= FAULTED | SKIPPING,
+        }
+    }
+
+    /// The current array's item shape and the event type it is for.
+    fn item(&self) -> Option<(&'static Shape, EventType)> {
+        let ty = self.ty?;
+        let key = Key::ALL.get(usize::from(self.checked)).copied()?;
+        Some((elements::item(self.dialect, ty, key)?, ty))
+    }
+
+    fn owned_by(&mut self, owner: Option<bool>) {
+        match owner {
+            Some(false) => self.flags |= PARENT,
+            Some(true) => self.flags |= SUBAGENT,
+            None => {}
         }
     }
 
@@ -511,13 +744,14 @@ mod tests {
         let mut buf = std::vec![0u8; cap];
         let held = held.min(cap).min(payload.len());
         buf[..held].copy_from_slice(&payload.as_bytes()[..held]);
-        let mut r = Reducer::new();
+        let mut r = Reducer::new(Dialect::V1);
         r.feed_held(&mut buf, held);
         for p in payload.as_bytes()[held..].chunks(piece.max(1)) {
             r.feed(p, &mut buf);
         }
-        let (n, s) = r.finish()?;
-        Some((String::from_utf8(buf[..n].to_vec()).unwrap(), s))
+        let done = r.finish()?;
+        let text = String::from_utf8(buf[..done.len].to_vec()).unwrap();
+        Some((text, done.stand_ins))
     }
 
     #[test]
@@ -603,7 +837,7 @@ mod tests {
             s
         };
         let ok = |keys: &[Key], payload: &str, args: bool| {
-            allowed(all(keys), payload.as_bytes(), Dialect::V1, args)
+            allowed(all(keys), None, payload.as_bytes(), Dialect::V1, args)
         };
         let content = r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":""}"#;
         assert!(ok(&[Key::Delta], content, true));

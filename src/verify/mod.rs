@@ -23,6 +23,7 @@ use crate::string::JsonStr;
 mod owners;
 
 use owners::{Lost, Owned, OwnerOf, Owners};
+pub(crate) use owners::{STAGED_BYTES, Staged};
 
 /// Something that can be open at a time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -663,6 +664,18 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
     /// which owners touched steps), [`VerifyError::Capacity`] when the
     /// verdict needs more than the tables hold.
     pub fn check(&mut self, event: &Event<'_>) -> VResult {
+        self.check_staged(event, None)
+    }
+
+    /// [`check`](Self::check) for a spilled MESSAGES_SNAPSHOT whose
+    /// messages were read one by one and let go (`staged`): what their
+    /// records would have been is remembered as forgotten, before the
+    /// messages still in the event are recorded.
+    pub(crate) fn check_staged(
+        &mut self,
+        event: &Event<'_>,
+        staged: Option<Staged<'_>>,
+    ) -> VResult {
         use EventType as T;
         let ty = event.event_type();
         match self.phase {
@@ -869,6 +882,9 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
                 self.open.set_entry(i, finished);
             }
             T::MessagesSnapshot => {
+                if let Some(staged) = staged {
+                    self.merge(staged);
+                }
                 if let Some(messages) = event.messages() {
                     self.seed_owners(messages, true)?;
                 }
@@ -1068,30 +1084,27 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
         }
         for (msg, tag, bucket) in owned_messages(messages) {
             let owner = self.intern(tag)?;
-            let Some(id) = msg.get("id").and_then(|v| v.as_str()) else {
-                continue;
-            };
-            self.record_owner(bucket, id, owner, authoritative);
-            // Only the assistant schema has toolCalls; the others strip it.
-            if bucket != Owned::Message {
-                continue;
-            }
-            let calls = msg.get("toolCalls").filter(|v| v.kind() == JsonKind::Array);
-            let assistant = msg
-                .get("role")
-                .and_then(|v| v.as_str())
-                .is_some_and(|r| r.eq_str("assistant"));
-            for call in calls
-                .filter(|_| assistant)
-                .iter()
-                .flat_map(RawJson::elements)
-            {
-                if let Some(call_id) = call.get("id").and_then(|v| v.as_str()) {
-                    self.record_owner(Owned::ToolCall, call_id, owner, authoritative);
-                }
-            }
+            for_each_record(msg, bucket, |kind, id| {
+                self.record_owner(kind, id, owner, authoritative);
+            });
         }
         Ok(())
+    }
+
+    /// Forgets the records `staged` may replace, and remembers its
+    /// records as forgotten.
+    fn merge(&mut self, staged: Staged<'_>) {
+        loop {
+            let pool = &self.pool;
+            let evicted = self
+                .owners
+                .evict(pool, |kind, id| !staged.may_hold(kind, id));
+            match evicted {
+                Some(span) => self.release(span),
+                None => break,
+            }
+        }
+        self.owners.merge(&staged);
     }
 
     /// The reference's message for `error` (valid until the next event).
@@ -1132,22 +1145,68 @@ fn feed_text(scan: &mut Scanner<1>, s: JsonStr<'_>) -> Result<(), JsonError> {
 fn owned_messages(
     messages: RawJson<'_>,
 ) -> impl Iterator<Item = (RawJson<'_>, Option<JsonStr<'_>>, Owned)> {
-    messages.elements().filter_map(|msg| {
-        msg.get("id").and_then(|v| v.as_str())?;
-        let role = msg.get("role").and_then(|v| v.as_str())?;
-        if !ROLES.iter().any(|k| role.eq_str(k)) {
-            return None;
+    messages.elements().filter_map(owned_message)
+}
+
+/// A message that owns an id, with its `subagentRunId` and the kind of
+/// record its id makes.
+fn owned_message(msg: RawJson<'_>) -> Option<(RawJson<'_>, Option<JsonStr<'_>>, Owned)> {
+    msg.get("id").and_then(|v| v.as_str())?;
+    let role = msg.get("role").and_then(|v| v.as_str())?;
+    if !ROLES.iter().any(|k| role.eq_str(k)) {
+        return None;
+    }
+    let tag = msg.get("subagentRunId").and_then(|v| v.as_str());
+    let bucket = if role.eq_str("reasoning") {
+        Owned::Reasoning
+    } else if role.eq_str("activity") {
+        Owned::Activity
+    } else {
+        Owned::Message
+    };
+    Some((msg, tag, bucket))
+}
+
+/// The records one owned message makes: its own id, and an assistant's
+/// tool calls (only the assistant schema has `toolCalls`; the others strip
+/// it).
+fn for_each_record<'a>(
+    msg: RawJson<'a>,
+    bucket: Owned,
+    mut record: impl FnMut(Owned, JsonStr<'a>),
+) {
+    let Some(id) = msg.get("id").and_then(|v| v.as_str()) else {
+        return;
+    };
+    record(bucket, id);
+    if bucket != Owned::Message {
+        return;
+    }
+    let assistant = msg
+        .get("role")
+        .and_then(|v| v.as_str())
+        .is_some_and(|r| r.eq_str("assistant"));
+    let calls = msg
+        .get("toolCalls")
+        .filter(|v| assistant && v.kind() == JsonKind::Array);
+    for call in calls.iter().flat_map(RawJson::elements) {
+        if let Some(call_id) = call.get("id").and_then(|v| v.as_str()) {
+            record(Owned::ToolCall, call_id);
         }
-        let tag = msg.get("subagentRunId").and_then(|v| v.as_str());
-        let bucket = if role.eq_str("reasoning") {
-            Owned::Reasoning
-        } else if role.eq_str("activity") {
-            Owned::Activity
-        } else {
-            Owned::Message
-        };
-        Some((msg, tag, bucket))
-    })
+    }
+}
+
+/// Adds the records message `msg` of a MESSAGES_SNAPSHOT would make to a
+/// [`Staged`] filter (a spilled snapshot's messages are read one at a time
+/// and let go; see [`Verifier::check_staged`]). Returns the owner: `None`
+/// if it makes none, `Some(false)` for the parent, `Some(true)` for a
+/// subagent.
+pub(crate) fn stage(msg: RawJson<'_>, filter: &mut [u8]) -> Option<bool> {
+    let (msg, tag, bucket) = owned_message(msg)?;
+    for_each_record(msg, bucket, |kind, id| {
+        owners::stage_record(filter, kind, id)
+    });
+    Some(tag.is_some())
 }
 
 const EMPTY: JsonStr<'static> = JsonStr::from_escaped(b"");

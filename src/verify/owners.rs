@@ -60,7 +60,8 @@ pub(super) struct Lost {
     parent: bool,
     /// Subagents by index, below 64.
     subagents: u64,
-    /// Some subagent with index 64 or above.
+    /// Some subagent with index 64 or above, or one whose index is not
+    /// known (a [`Staged`] record's).
     high: bool,
 }
 
@@ -98,6 +99,41 @@ impl Lost {
 /// Bits of the filter of forgotten ids.
 const FILTER_BITS: usize = 1024;
 const FILTER_WORDS: usize = FILTER_BITS / 64;
+
+/// Bytes of a [`Staged`] filter.
+pub(crate) const STAGED_BYTES: usize = FILTER_BITS / 8;
+
+/// Records let go before they reached the verifier (the messages of a
+/// spilled MESSAGES_SNAPSHOT): a filter of their ids, in the layout of
+/// [`Owners`]' own, kept in the caller's bytes, and whether the parent or
+/// some subagent owned one.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Staged<'a> {
+    /// [`STAGED_BYTES`] bytes (see [`stage_record`]).
+    pub(crate) filter: &'a [u8],
+    pub(crate) parent: bool,
+    pub(crate) subagents: bool,
+}
+
+/// Adds `id` of `kind` to a [`Staged`] filter (zeroed before the first).
+pub(super) fn stage_record(filter: &mut [u8], kind: Owned, id: JsonStr<'_>) {
+    for bit in filter_bits(kind, id.text_hash()) {
+        if let Some(b) = filter.get_mut(bit / 8) {
+            *b |= 1 << (bit % 8);
+        }
+    }
+}
+
+impl Staged<'_> {
+    /// `id` of `kind` may be one of the records.
+    pub(super) fn may_hold(&self, kind: Owned, id: JsonStr<'_>) -> bool {
+        filter_bits(kind, id.text_hash()).iter().all(|&bit| {
+            self.filter
+                .get(bit / 8)
+                .is_some_and(|b| b & (1 << (bit % 8)) != 0)
+        })
+    }
+}
 
 /// At most `O` owner records, their ids in the verifier's pool, in the
 /// order they were first recorded.
@@ -255,6 +291,19 @@ impl<const O: usize> Owners<O> {
         self.hashes.remove(i);
         self.forget(r.kind, pool.text(r.id), &[unpack_owner(r.owner)]);
         Some(r.id)
+    }
+
+    /// Remembers `staged`'s records as forgotten ones (the caller has
+    /// forgotten the kept records they may replace).
+    pub(super) fn merge(&mut self, staged: &Staged<'_>) {
+        for (w, bytes) in self.filter.iter_mut().zip(staged.filter.chunks(8)) {
+            let mut word = [0u8; 8];
+            word.iter_mut().zip(bytes).for_each(|(d, s)| *d = *s);
+            *w |= u64::from_le_bytes(word);
+        }
+        // A subagent's index is not known here: any of them.
+        self.lost.parent |= staged.parent;
+        self.lost.high |= staged.subagents;
     }
 
     /// Follows the pool's compaction after `freed` was released.
