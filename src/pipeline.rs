@@ -369,16 +369,19 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
     ) -> Result<(), Error> {
         let (index, start, payload_offset) = (frame.index, frame.start, frame.payload_offset);
         let capacity = self.framer.capacity();
-        let state = self.framer.spill_sink_mut();
-        let (verdict, overflow_at) = match *state {
+        let (verdict, message) = match self.framer.spill_sink() {
             JsonState::Spilling(spilling) => {
-                let (verdict, message) = spilling.finish();
-                if let Some(m) = message {
-                    *state = JsonState::Message(m, self.stages.config.dialect);
-                }
-                (Some(verdict), spilling.overflow_at)
+                let (verdict, message) = spilling.finish(self.framer.buffer());
+                (Some((verdict, spilling.overflow_at)), message)
             }
-            JsonState::Message(..) => (None, start),
+            JsonState::Message(..) => (None, None),
+        };
+        if let Some(m) = message {
+            *self.framer.spill_sink_mut() = JsonState::Message(m, self.stages.config.dialect);
+        }
+        let (verdict, overflow_at) = match verdict {
+            Some((verdict, at)) => (Some(verdict), at),
+            None => (None, start),
         };
         let too_large = sse_error(
             SseError::FrameTooLarge {

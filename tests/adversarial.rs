@@ -310,6 +310,41 @@ fn nesting_exactly_at_the_limit_is_accepted_and_one_more_is_not() {
     }
 }
 
+/// A frame larger than the buffer is checked to the same depth: its
+/// levels past 64 are kept in the buffer's last 128 bytes.
+#[test]
+fn frames_larger_than_the_buffer_are_checked_to_the_same_depth() {
+    let whole = |stream: &[u8], piece: usize| {
+        run_with::<32, 32, 2048>(stream, Config::new(), 1 << 24, piece)
+    };
+    let small =
+        |stream: &[u8], piece: usize| run_with::<32, 32, 2048>(stream, Config::new(), 1024, piece);
+    for value in [nested_arrays(1023), nested_mixed(1023)] {
+        let (stream, _) = in_run(&snapshot_payload(&value));
+        for piece in [7, 1460] {
+            let out = small(&stream, piece);
+            assert_eq!(out.ok().events, 3, "pushes of {piece}");
+            assert!(out.events[1].2.spilled);
+        }
+        // One level more, and a bracket that does not match at depth 900:
+        // the verdict and position of a buffer that holds the frame.
+        let mut broken = value.clone();
+        let close = broken.len() - 900;
+        broken[close] = if broken[close] == b']' { b'}' } else { b']' };
+        for bad in [
+            snapshot_payload(&nested_arrays(1024)),
+            snapshot_payload(&broken),
+        ] {
+            let (stream, _) = in_run(&bad);
+            let want = whole(&stream, 1460).err();
+            for piece in [7, 1460] {
+                let got = small(&stream, piece).err();
+                assert_eq!(got, want, "pushes of {piece}");
+            }
+        }
+    }
+}
+
 #[test]
 fn depth_limit_is_clamped_to_the_bit_stack() {
     // Any larger limit is clamped to MAX_DEPTH; a million levels still fail

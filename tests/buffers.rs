@@ -5,8 +5,9 @@
 //! for the members named as stand-ins, which are empty values of the same
 //! kind — or, where a rule needs what did not fit, the frame is
 //! `Capacity::FrameBuffer` (`Capacity::JsonDepth` when it nests deeper
-//! than the 64 levels a spilled frame is checked to). A syntax error in a
-//! frame that spills is the reference's verdict.
+//! than 64 levels and the buffer cannot spare room for more). A syntax
+//! error in a frame that spills is the reference's verdict. From 1 KiB on,
+//! no corpus stream stops.
 
 mod common;
 
@@ -79,6 +80,8 @@ fn every_buffer_gives_the_verdict_or_names_the_frame_that_did_not_fit() {
                     ];
                     match &got.1 {
                         Err((e, _)) if too_large.contains(&e.kind) => {
+                            // From 1 KiB on, every corpus frame gets its verdict.
+                            assert!(buffer < 1024, "{ctx}: stopped at {e:?}");
                             // What came before the frame that did not fit.
                             let before: Vec<_> = want
                                 .0

@@ -144,6 +144,54 @@ fn each_message_is_checked_as_the_whole_frame_would_be() {
     );
 }
 
+/// A RUN_STARTED whose input holds the messages of [`snapshot`], with
+/// `before` and `after` as members of the input around `messages`.
+fn run_started(n: usize, at: usize, bad: &str, before: &str, after: &str) -> String {
+    let messages: Vec<String> = (0..n)
+        .map(|i| if i == at { bad.to_owned() } else { message(i) })
+        .collect();
+    format!(
+        r#"{{"type":"RUN_STARTED","threadId":"t","runId":"r","input":{{"threadId":"t","runId":"r"{before},"messages":[{}]{after},"tools":[]}},"timestamp":1}}"#,
+        messages.join(",\t ")
+    )
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "hundreds of runs")]
+fn each_message_of_a_run_input_is_checked_as_the_whole_frame_would_be() {
+    let n = 120;
+    let (mut errors, mut stood_in, mut runs) = (0, 0, 0);
+    for dialect in [Dialect::V1, Dialect::V0] {
+        for bad in BAD {
+            for at in [0, n / 2, n - 1] {
+                for (before, after) in [
+                    ("", ""),
+                    (
+                        r#","state":{"s":[1,{"t":"]"}]}"#,
+                        r#","context":[{"description":"d","value":"v"}]"#,
+                    ),
+                    (r#","parentRunId":5"#, ""),
+                    ("", r#","tools":[{"name":7}]"#),
+                ] {
+                    let stream = sse(&[&run_started(n, at, bad, before, after), RUN_FINISHED]);
+                    let want = run(&stream, dialect, WHOLE, 1 << 16);
+                    let got = run(&stream, dialect, SMALL, 1460);
+                    let ctx = format!("{dialect:?} {bad} at {at} {before}|{after}");
+                    assert_same(&got, &want, &ctx);
+                    runs += 1;
+                    errors += usize::from(got.1.is_err());
+                    stood_in += usize::from(got.0.iter().any(|e| e.2.contains(Key::Input)));
+                }
+            }
+        }
+    }
+    eprintln!("{runs} runs: {errors} errors, {stood_in} with an input stand-in");
+    assert!(
+        errors > runs / 3 && stood_in > runs / 8,
+        "{errors} {stood_in} of {runs}"
+    );
+}
+
 #[test]
 fn a_message_larger_than_the_buffer_is_its_capacity() {
     let big = format!(

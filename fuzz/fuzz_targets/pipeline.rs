@@ -118,24 +118,32 @@ fuzz_target!(|data: &[u8]| {
             let whole = run(config, core::iter::once(stream));
             let pieces = run(config, chunks.iter().copied());
             assert_eq!(whole, pieces, "{config:?}, pushes of {sizes:?} bytes");
-            let small = run_with(config, chunks.iter().copied(), SMALL);
-            same_unless_a_frame_did_not_fit(&whole, &small);
+            for buffer in [SMALL, MEDIUM] {
+                let small = run_with(config, chunks.iter().copied(), buffer);
+                same_unless_a_frame_did_not_fit(&whole, &small, buffer);
+            }
         }
     }
 });
 
 /// A frame buffer most frames do not fit.
 const SMALL: usize = 32;
+/// One large enough for arrays read element by element and deep nesting.
+const MEDIUM: usize = 512;
 
-/// The errors of a frame that spilled past the small buffer and was
-/// well-formed (a spilled frame's JSON is checked 64 levels deep).
-fn did_not_fit(e: &Error) -> bool {
+/// The errors of a frame that spilled past a `buffer`-byte buffer and was
+/// well-formed (its JSON is checked 64 levels deep where the buffer cannot
+/// spare room for more), or of a check that needs what it let go.
+fn did_not_fit(e: &Error, buffer: usize) -> bool {
     use agui_stream::{Capacity, ErrorKind};
-    matches!(
-        e.kind,
-        ErrorKind::Capacity(Capacity::FrameBuffer { capacity: SMALL })
-            | ErrorKind::Capacity(Capacity::JsonDepth { limit: 64 })
-    )
+    match e.kind {
+        ErrorKind::Capacity(Capacity::FrameBuffer { capacity }) => capacity == buffer,
+        ErrorKind::Capacity(Capacity::JsonDepth { limit }) => limit == 64,
+        // The owners of a message history read element by element are
+        // remembered as forgotten ones.
+        ErrorKind::Capacity(Capacity::Owners) => buffer == MEDIUM,
+        _ => false,
+    }
 }
 
 /// Messages aside for unexpected tokens, which a spilled frame words
@@ -148,19 +156,19 @@ fn comparable(message: &str) -> &str {
     }
 }
 
-fn same_unless_a_frame_did_not_fit(whole: &Outcome, small: &Outcome) {
+fn same_unless_a_frame_did_not_fit(whole: &Outcome, small: &Outcome, buffer: usize) {
     let stop_at = small
         .0
         .iter()
         .find_map(|s| match s {
-            Seen::Violation(e, _) if did_not_fit(e) => Some(e.frame),
+            Seen::Violation(e, _) if did_not_fit(e, buffer) => Some(e.frame),
             _ => None,
         })
         .or(small
             .1
             .as_ref()
             .err()
-            .filter(|e| did_not_fit(e))
+            .filter(|e| did_not_fit(e, buffer))
             .map(|e| e.frame));
     match stop_at {
         None => {

@@ -191,11 +191,10 @@ impl<const W: usize> Validator<W> {
 impl<const W: usize> Scanner<W> {
     pub(crate) const fn new(limits: Limits) -> Self {
         const { assert!(W <= 1024, "at most 65535 levels") };
-        let levels = W.saturating_mul(64);
-        let max = if limits.max_depth < levels {
+        let max = if limits.max_depth < u16::MAX as usize {
             limits.max_depth
         } else {
-            levels
+            u16::MAX as usize
         };
         Scanner {
             stack: [0; W],
@@ -215,6 +214,11 @@ impl<const W: usize> Scanner<W> {
     }
 
     pub(crate) fn finish(&self) -> Result<(), JsonError> {
+        self.finish_deep(&[])
+    }
+
+    /// [`finish`](Self::finish) of a text fed with [`feed_deep`](Self::feed_deep).
+    pub(crate) fn finish_deep(&self, deep: &[u8]) -> Result<(), JsonError> {
         use JsonErrorKind as K;
         if self.is_complete() {
             return Ok(());
@@ -228,7 +232,7 @@ impl<const W: usize> Scanner<W> {
                 State::Number(NumberPart::Minus) => K::NoNumberAfterMinus,
                 State::Number(NumberPart::Dot) => K::UnterminatedFraction,
                 State::Number(NumberPart::Exp | NumberPart::ExpSign) => K::ExponentMissingNumber,
-                _ if self.top_is_object() => K::ExpectedCommaOrBrace,
+                _ if self.top_is_object(deep) => K::ExpectedCommaOrBrace,
                 _ => K::ExpectedCommaOrBracket,
             },
             State::Number(NumberPart::Minus) => K::NoNumberAfterMinus,
@@ -258,9 +262,17 @@ impl<const W: usize> Scanner<W> {
     /// Validates the next piece; after an error the state is undefined
     /// (keep a copy to undo).
     pub(crate) fn feed(&mut self, piece: &[u8]) -> Result<(), JsonError> {
+        self.feed_deep(piece, &mut [])
+    }
+
+    /// [`feed`](Self::feed), keeping the container kinds of the levels
+    /// past `64 × W` in `deep` (a bit each): it nests `8 × deep.len()`
+    /// levels deeper, within the limits. `deep` is the same bytes for
+    /// every piece of a text, zeroed before the first.
+    pub(crate) fn feed_deep(&mut self, piece: &[u8], deep: &mut [u8]) -> Result<(), JsonError> {
         let mut i = 0;
         while i < piece.len() {
-            match self.step(piece, i) {
+            match self.step(piece, i, deep) {
                 Ok(next) => i = next,
                 Err((kind, at)) => {
                     let offset = self.offset.saturating_add(at);
@@ -282,18 +294,27 @@ impl<const W: usize> Scanner<W> {
         }
     }
 
-    fn top_is_object(&self) -> bool {
+    fn top_is_object(&self, deep: &[u8]) -> bool {
         let d = usize::from(self.depth.saturating_sub(1));
-        self.stack
-            .get(d / 64)
-            .is_some_and(|w| w & (1 << (d % 64)) != 0)
+        match self.stack.get(d / 64) {
+            Some(w) => w & (1 << (d % 64)) != 0,
+            None => {
+                let d = d.saturating_sub(W.saturating_mul(64));
+                deep.get(d / 8).is_some_and(|b| b & (1 << (d % 8)) != 0)
+            }
+        }
     }
 
     /// Consumes what it can of `piece` from `i` in the current state;
     /// returns where it stopped (always past `i`, or at a byte the next
     /// state must read), or the error and its position.
     #[allow(clippy::arithmetic_side_effects)] // positions within `piece`
-    fn step(&mut self, piece: &[u8], i: usize) -> Result<usize, (JsonErrorKind, usize)> {
+    fn step(
+        &mut self,
+        piece: &[u8],
+        i: usize,
+        deep: &mut [u8],
+    ) -> Result<usize, (JsonErrorKind, usize)> {
         let Some(&b) = piece.get(i) else {
             return Ok(i);
         };
@@ -309,7 +330,7 @@ impl<const W: usize> Scanner<W> {
             {
                 return Ok(skip_ws(piece, i));
             }
-            State::Value => self.state = self.value_start(b, i)?,
+            State::Value => self.state = self.value_start(b, i, deep)?,
             State::ArrayFirst => {
                 if b == b']' {
                     self.depth -= 1;
@@ -347,7 +368,7 @@ impl<const W: usize> Scanner<W> {
             State::Colon { first: true } => return Err((JsonErrorKind::ExpectedColon, i)),
             State::Colon { first: false } => return Err((unexpected(Some(b)), i)),
             State::AfterValue => {
-                let object = self.top_is_object();
+                let object = self.top_is_object(deep);
                 match b {
                     b',' if object => self.state = State::Key,
                     b',' => self.state = State::Value,
@@ -383,21 +404,30 @@ impl<const W: usize> Scanner<W> {
     }
 
     /// The state a value starting with `b` (at `i`) puts the scanner in.
-    fn value_start(&mut self, b: u8, i: usize) -> Result<State, (JsonErrorKind, usize)> {
+    fn value_start(
+        &mut self,
+        b: u8,
+        i: usize,
+        deep: &mut [u8],
+    ) -> Result<State, (JsonErrorKind, usize)> {
         let literal = |word| State::Literal { word, matched: 1 };
         Ok(match b {
             b'{' | b'[' => {
-                if self.depth >= self.max_depth {
-                    let limit = usize::from(self.max_depth);
+                let levels = W.saturating_add(deep.len() / 8).saturating_mul(64);
+                let limit = usize::from(self.max_depth).min(levels);
+                if usize::from(self.depth) >= limit {
                     return Err((JsonErrorKind::TooDeep { limit }, i));
                 }
                 let depth = usize::from(self.depth);
-                let (w, bit) = (depth / 64, depth % 64);
-                if let Some(word) = self.stack.get_mut(w) {
-                    if b == b'{' {
-                        *word |= 1 << bit;
-                    } else {
-                        *word &= !(1 << bit);
+                let object = b == b'{';
+                if let Some(word) = self.stack.get_mut(depth / 64) {
+                    let bit = depth % 64;
+                    *word = (*word & !(1 << bit)) | (u64::from(object) << bit);
+                } else {
+                    let d = depth.saturating_sub(W.saturating_mul(64));
+                    if let Some(byte) = deep.get_mut(d / 8) {
+                        let bit = d % 8;
+                        *byte = (*byte & !(1 << bit)) | (u8::from(object) << bit);
                     }
                 }
                 self.depth = self.depth.saturating_add(1);

@@ -1,6 +1,7 @@
 //! The arrays of a spilled frame read element by element: a message
-//! history (MESSAGES_SNAPSHOT `messages`) or a JSON Patch (STATE_DELTA
-//! `delta`, ACTIVITY_DELTA `patch`) that does not fit the buffer. Each
+//! history (MESSAGES_SNAPSHOT `messages`, RUN_STARTED `input.messages`) or
+//! a JSON Patch (STATE_DELTA `delta`, ACTIVITY_DELTA `patch`) that does not
+//! fit the buffer. Each
 //! element is checked against the array's item shape as it closes and let
 //! go; a message's owner records are kept as forgotten ones
 //! ([`verify::stage`]). The first element that fails stays in the stand-in
@@ -25,6 +26,8 @@ pub(super) const fn element_key(ty: EventType) -> Option<Key> {
         EventType::MessagesSnapshot => Some(Key::Messages),
         EventType::StateDelta => Some(Key::Delta),
         EventType::ActivityDelta => Some(Key::Patch),
+        // A run's input: its `messages`.
+        EventType::RunStarted => Some(Key::Input),
         _ => None,
     }
 }
@@ -38,7 +41,11 @@ pub(super) fn item(dialect: Dialect, ty: EventType, key: Key) -> Option<&'static
     let field = schema::event_fields(dialect, ty)
         .iter()
         .find(|f| f.key == key)?;
-    match field.shape {
+    let shape = match field.shape {
+        Shape::Object(input) => &input.fields.iter().find(|f| f.name == "messages")?.shape,
+        ref shape => shape,
+    };
+    match shape {
         Shape::Array(item) => Some(item),
         _ => None,
     }
@@ -65,7 +72,9 @@ pub(super) fn check(element: &[u8], item: &Shape, ty: EventType, filter: &mut [u
         return Element::Fails;
     }
     match ty {
-        EventType::MessagesSnapshot => Element::Passes(verify::stage(v, filter)),
+        EventType::MessagesSnapshot | EventType::RunStarted => {
+            Element::Passes(verify::stage(v, filter))
+        }
         _ => Element::Passes(None),
     }
 }

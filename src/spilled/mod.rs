@@ -136,28 +136,36 @@ impl Spilling {
     }
 
     /// The payload's first bytes, `buf[..held]`.
+    /// The payload's first bytes, `buf[..held]` (clear of the buffer's
+    /// last [`FILTER`] bytes).
     fn feed_held(&mut self, buf: &mut [u8], held: usize) {
-        self.check(buf.get(..held).unwrap_or_default());
+        let len = buf.len();
+        let (head, tail) = buf.split_at_mut(len.saturating_sub(FILTER));
+        self.check(head.get(..held).unwrap_or_default(), tail, len);
         if let Progress::Reading { stand_in, .. } = &mut self.progress {
             stand_in.feed_held(buf, held);
         }
     }
 
     fn feed(&mut self, bytes: &[u8], buf: &mut [u8]) {
-        self.check(bytes);
+        let len = buf.len();
+        let at = len.saturating_sub(FILTER);
+        self.check(bytes, buf.get_mut(at..).unwrap_or_default(), len);
         if let Progress::Reading { stand_in, .. } = &mut self.progress {
             stand_in.feed(bytes, buf);
         }
     }
 
-    /// Checks the syntax of the next bytes.
-    fn check(&mut self, bytes: &[u8]) {
-        let (scan, units, dialect) = match &mut self.progress {
+    /// Checks the syntax of the next bytes. Levels past 64 are kept in
+    /// `tail`, the last bytes of a `len`-byte buffer, if the stand-in can
+    /// spare them.
+    fn check(&mut self, bytes: &[u8], tail: &mut [u8], len: usize) {
+        let (scan, units, stand_in) = match &mut self.progress {
             Progress::Reading {
                 scan,
                 units,
                 stand_in,
-            } => (scan, units, stand_in.dialect()),
+            } => (scan, units, stand_in),
             Progress::Failed { next, got, .. } => return collect(next, got, bytes),
         };
         let seen = scan.fed();
@@ -166,7 +174,22 @@ impl Spilling {
         {
             self.first_lf = seen.saturating_add(k);
         }
-        match scan.feed(bytes) {
+        let before = *scan;
+        let mut result = match stand_in.deep() {
+            true => scan.feed_deep(bytes, tail),
+            false => scan.feed(bytes),
+        };
+        if let Err(e) = result
+            && matches!(e.kind, JsonErrorKind::TooDeep { .. })
+            && !stand_in.deep()
+            && stand_in.claim_deep(len)
+        {
+            // Deeper than 64 levels: again, with the tail for the rest.
+            tail.fill(0);
+            *scan = before;
+            result = scan.feed_deep(bytes, tail);
+        }
+        match result {
             Ok(()) => units.feed(bytes),
             Err(error) => {
                 let at = error.offset.saturating_sub(seen);
@@ -183,7 +206,7 @@ impl Spilling {
                     byte: bytes.get(at).copied().unwrap_or(0),
                     next,
                     got,
-                    dialect,
+                    dialect: stand_in.dialect(),
                 };
             }
         }
@@ -192,13 +215,17 @@ impl Spilling {
     /// The stand-in, for well-formed JSON whose needed members fit.
     fn stand_in(&self) -> Option<Reduced> {
         match &self.progress {
-            Progress::Reading { scan, stand_in, .. } if scan.finish().is_ok() => stand_in.finish(),
+            Progress::Reading { scan, stand_in, .. } if scan.is_complete() => stand_in.finish(),
             _ => None,
         }
     }
 
     /// The verdict at the frame's end, and V8's message for a JSON error.
-    pub(crate) fn finish(&self) -> (Verdict, Option<V8Message>) {
+    /// `buf` is the frame buffer.
+    pub(crate) fn finish(&self, buf: &[u8]) -> (Verdict, Option<V8Message>) {
+        let deep = buf
+            .get(buf.len().saturating_sub(FILTER)..)
+            .unwrap_or_default();
         let (error, units, byte) = match self.progress {
             Progress::Failed {
                 mut error,
@@ -216,7 +243,11 @@ impl Spilling {
                 }
                 (error, units, byte)
             }
-            Progress::Reading { scan, units, .. } => match scan.finish() {
+            Progress::Reading {
+                scan,
+                units,
+                stand_in,
+            } => match scan.finish_deep(if stand_in.deep() { deep } else { &[] }) {
                 Ok(()) => {
                     let verdict = match self.stand_in() {
                         Some(reduced) => Verdict::StandIn(reduced),
@@ -283,7 +314,7 @@ mod tests {
         for p in payload.chunks(piece) {
             s.feed(p, &mut buf);
         }
-        s.finish().1.map(|m| m.to_string()).unwrap_or_default()
+        s.finish(&buf).1.map(|m| m.to_string()).unwrap_or_default()
     }
 
     #[test]

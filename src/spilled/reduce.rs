@@ -232,6 +232,18 @@ const FAULTED: u8 = 32;
 const PARENT: u8 = 64;
 const SUBAGENT: u8 = 128;
 
+/// Where the reducer is inside a run's `input` (its `messages` are read
+/// element by element too).
+const INNER_NONE: u8 = 0;
+/// Before a member's name, or in it.
+const INNER_NAME: u8 = 1;
+/// After another member's name.
+const INNER_AFTER: u8 = 2;
+/// After the name `messages`.
+const INNER_MESSAGES: u8 = 3;
+/// In the `messages` array.
+const INNER_ARRAY: u8 = 4;
+
 /// A finished stand-in.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Reduced {
@@ -261,14 +273,21 @@ pub(crate) struct Reducer {
     bit: u8,
     /// The first byte of the current value.
     kind: u8,
-    depth: u8,
+    depth: u16,
     flags: u8,
+    /// The buffer's last [`FILTER`] bytes hold the syntax check's levels
+    /// past 64.
+    deep: bool,
     phase: Phase,
     /// The event's type as far as read (an unescaped `type` member's).
     ty: Option<EventType>,
     /// The bit of the member whose array may be read element by element
     /// (`NONE` if the current one may not).
     checked: u8,
+    /// Inside `input`: where (`INNER_*`), and where the current name or
+    /// the `messages` array starts.
+    inner: u8,
+    inner_mark: u32,
     dialect: Dialect,
     stand_ins: StandIns,
 }
@@ -284,9 +303,12 @@ impl Reducer {
             kind: 0,
             depth: 0,
             flags: 0,
+            deep: false,
             phase: Phase::Root,
             ty: None,
             checked: NONE,
+            inner: INNER_NONE,
+            inner_mark: 0,
             dialect,
             stand_ins: StandIns(0),
         }
@@ -294,6 +316,23 @@ impl Reducer {
 
     pub(crate) const fn dialect(&self) -> Dialect {
         self.dialect
+    }
+
+    /// The syntax check keeps its levels past 64 in the buffer's last bytes.
+    pub(crate) const fn deep(&self) -> bool {
+        self.deep
+    }
+
+    /// Gives the last [`FILTER`] bytes of a `len`-byte buffer to the syntax
+    /// check, if no array is read element by element and the stand-in has
+    /// not reached them.
+    pub(crate) fn claim_deep(&mut self, len: usize) -> bool {
+        let free = self.flags & ELEMENTS == 0
+            && !self.in_elements()
+            && len >= MIN_BUFFER
+            && (self.out as usize) <= len.saturating_sub(2).saturating_sub(FILTER);
+        self.deep |= free;
+        free
     }
 
     /// Reads the first `held` bytes of the payload, which are `buf`'s own
@@ -392,6 +431,7 @@ impl Reducer {
                 match self.phase {
                     Phase::Key if self.depth == 1 => self.mark = self.out,
                     Phase::Root | Phase::BeforeValue => self.start_value(b),
+                    Phase::Value if self.depth == 2 => self.inner_value(b),
                     _ => {}
                 }
                 self.flags |= IN_STRING;
@@ -405,15 +445,26 @@ impl Reducer {
             b'{' | b'[' => {
                 if matches!(self.phase, Phase::Root | Phase::BeforeValue) {
                     self.start_value(b);
+                } else if self.phase == Phase::Value && self.depth == 2 {
+                    self.inner_value(b);
                 }
                 self.depth = self.depth.saturating_add(1);
                 self.emit(b, buf);
             }
-            b',' if self.depth == 2 && self.reading_elements() => self.element_closed(buf),
+            b',' if self.depth == self.element_depth() && self.reading_elements() => {
+                self.element_closed(buf);
+            }
+            b',' if self.depth == 2 && self.inner != INNER_NONE => {
+                self.inner = INNER_NAME;
+                self.emit(b, buf);
+            }
             b'}' | b']' => {
-                if b == b']' && self.depth == 2 && self.reading_elements() {
+                if b == b']' && self.depth == self.element_depth() && self.reading_elements() {
                     self.element_closed(buf);
                     self.flags &= !(FAULTED | SKIPPING);
+                }
+                if self.depth == 3 && self.inner == INNER_ARRAY {
+                    self.inner = INNER_AFTER;
                 }
                 self.depth = self.depth.saturating_sub(1);
                 self.emit(b, buf);
@@ -438,10 +489,40 @@ impl Reducer {
             _ => {
                 if matches!(self.phase, Phase::Root | Phase::BeforeValue) {
                     self.start_value(b);
+                } else if self.phase == Phase::Value && self.depth == 2 {
+                    self.inner_value(b);
                 }
                 self.emit(b, buf);
             }
         }
+    }
+
+    /// A name or value starts inside `input` (not yet written).
+    fn inner_value(&mut self, b: u8) {
+        match self.inner {
+            INNER_NAME if b == b'"' => self.inner_mark = self.out,
+            INNER_MESSAGES if b == b'[' => {
+                self.inner = INNER_ARRAY;
+                self.inner_mark = self.out;
+            }
+            INNER_MESSAGES if b != b':' => self.inner = INNER_AFTER,
+            _ => {}
+        }
+    }
+
+    /// The depth of the elements of the array read element by element.
+    fn element_depth(&self) -> u16 {
+        if self.inner == INNER_ARRAY { 3 } else { 2 }
+    }
+
+    /// Where the elements of the array read element by element start.
+    fn array_start(&self) -> usize {
+        let bracket = if self.inner == INNER_ARRAY {
+            self.inner_mark
+        } else {
+            self.mark
+        };
+        (bracket as usize).saturating_add(1)
     }
 
     fn start_value(&mut self, b: u8) {
@@ -453,12 +534,18 @@ impl Reducer {
         };
         self.mark = self.out;
         self.kind = b;
-        if b == b'[' && self.phase == Phase::Value && self.flags & ELEMENTS == 0 {
-            let item = self.ty.and_then(|ty| {
-                let key = Key::ALL.get(usize::from(self.bit)).copied()?;
-                elements::item(self.dialect, ty, key)
-            });
-            self.checked = if item.is_some() { self.bit } else { NONE };
+        self.inner = INNER_NONE;
+        if matches!(b, b'[' | b'{') && self.phase == Phase::Value {
+            if self.flags & ELEMENTS == 0 {
+                let item = self.ty.and_then(|ty| {
+                    let key = Key::ALL.get(usize::from(self.bit)).copied()?;
+                    elements::item(self.dialect, ty, key)
+                });
+                self.checked = if item.is_some() { self.bit } else { NONE };
+            }
+            if b == b'{' && self.bit == self.checked {
+                self.inner = INNER_NAME;
+            }
         }
     }
 
@@ -483,12 +570,22 @@ impl Reducer {
                 }
                 self.value_closed();
             }
+            Phase::Value if self.depth == 2 && self.inner == INNER_NAME => {
+                let at = (self.inner_mark as usize).saturating_add(1);
+                let name = buf.get(at..self.out.saturating_sub(1) as usize);
+                self.inner = if name == Some(b"messages") {
+                    INNER_MESSAGES
+                } else {
+                    INNER_AFTER
+                };
+            }
             Phase::RootValue if self.depth == 0 && self.kind == b'"' => self.value_closed(),
             _ => {}
         }
     }
 
     fn value_closed(&mut self) {
+        self.inner = INNER_NONE;
         self.phase = match self.phase {
             Phase::RootValue => Phase::Done,
             _ => Phase::After,
@@ -515,10 +612,13 @@ impl Reducer {
     /// In an array whose elements may be checked one by one.
     fn in_elements(&self) -> bool {
         self.phase == Phase::Value
-            && self.kind == b'['
             && self.checked != NONE
             && self.bit == self.checked
-            && self.out > self.mark
+            && match self.kind {
+                b'[' => self.out > self.mark,
+                b'{' => self.inner == INNER_ARRAY && self.out > self.inner_mark,
+                _ => false,
+            }
     }
 
     /// In an array whose elements are checked one by one as they close.
@@ -530,7 +630,7 @@ impl Reducer {
     /// value, and the last [`FILTER`] bytes for an array read element by
     /// element.
     fn room(&self, len: usize) -> usize {
-        let filter = if self.flags & ELEMENTS != 0 || self.in_elements() {
+        let filter = if self.deep || self.flags & ELEMENTS != 0 || self.in_elements() {
             FILTER
         } else {
             0
@@ -594,6 +694,9 @@ impl Reducer {
         self.write_empty(kind, buf);
         self.out = u32::try_from(to.saturating_add(moved)).unwrap_or(u32::MAX);
         self.mark = self.mark.saturating_sub(best.saturating_sub(2));
+        if self.inner != INNER_NONE {
+            self.inner_mark = self.inner_mark.saturating_sub(best.saturating_sub(2));
+        }
         self.stand_ins.add(self.best_bit);
         self.best = (0, 0);
         self.emit(b, buf);
@@ -607,8 +710,8 @@ impl Reducer {
             return false;
         };
         // The bytes before the array's must be clear of the filter.
-        let start = (self.mark as usize).saturating_add(1);
-        if buf.len() < MIN_BUFFER || start > self.room(buf.len()) {
+        let start = self.array_start();
+        if self.deep || buf.len() < MIN_BUFFER || start > self.room(buf.len()) {
             return false;
         }
         let Some((head, filter)) = buf.split_at_mut_checked(buf.len().saturating_sub(FILTER))
@@ -673,7 +776,7 @@ impl Reducer {
     /// stand-in holds it after the array's `[`): checked and let go, or
     /// kept if it fails.
     fn element_closed(&mut self, buf: &mut [u8]) {
-        let start = (self.mark as usize).saturating_add(1);
+        let start = self.array_start();
         let end = self.out as usize;
         if self.flags & FAULTED != 0 || end <= start {
             return;
@@ -691,7 +794,7 @@ impl Reducer {
         match elements::check(element, item, ty, filter) {
             Element::Passes(owner) => {
                 self.owned_by(owner);
-                self.out = self.mark.saturating_add(1);
+                self.out = u32::try_from(start).unwrap_or(u32::MAX);
             }
             Element::Fails => self.flags |= FAULTED | SKIPPING,
         }

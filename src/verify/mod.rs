@@ -667,8 +667,9 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
         self.check_staged(event, None)
     }
 
-    /// [`check`](Self::check) for a spilled MESSAGES_SNAPSHOT whose
-    /// messages were read one by one and let go (`staged`): what their
+    /// [`check`](Self::check) for a spilled MESSAGES_SNAPSHOT or
+    /// RUN_STARTED whose messages were read one by one and let go
+    /// (`staged`): what their
     /// records would have been is remembered as forgotten, before the
     /// messages still in the event are recorded.
     pub(crate) fn check_staged(
@@ -891,6 +892,9 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
             }
             T::RunStarted => {
                 self.phase = RunPhase::Active;
+                if let Some(staged) = staged {
+                    self.merge(staged);
+                }
                 if let Some(messages) = event.input().and_then(|i| i.get("messages")) {
                     self.seed_owners(messages, false)?;
                 }
@@ -1196,7 +1200,8 @@ fn for_each_record<'a>(
     }
 }
 
-/// Adds the records message `msg` of a MESSAGES_SNAPSHOT would make to a
+/// Adds the records message `msg` of a MESSAGES_SNAPSHOT (or a run's input)
+/// would make to a
 /// [`Staged`] filter (a spilled snapshot's messages are read one at a time
 /// and let go; see [`Verifier::check_staged`]). Returns the owner: `None`
 /// if it makes none, `Some(false)` for the parent, `Some(true)` for a
