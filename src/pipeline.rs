@@ -259,10 +259,12 @@ macro_rules! run_frame {
 ///
 /// The caller owns the frame buffer: it only holds a frame that spans two
 /// pushes. Frames inside one push are never copied. A spanning frame larger
-/// than the buffer spills past it: its JSON is checked as it streams (64
-/// levels deep), so a syntax error in it gets the reference's verdict, and
-/// a well-formed one is [`Capacity::FrameBuffer`](crate::Capacity) at its
-/// end — the one verdict that needs what did not fit. The const parameters
+/// than the buffer spills past it: its JSON is checked as it streams, and a
+/// stand-in for it, with the members no rule reads emptied and its message
+/// histories and JSON Patches checked element by element, goes through the
+/// stages (see [`FrameInfo::stand_ins`]). Only where the verdict needs what
+/// did not fit is it [`Capacity::FrameBuffer`](crate::Capacity) at its end.
+/// The const parameters
 /// size the verifier (see [`DEFAULT_OPEN_IDS`], [`DEFAULT_OWNERS`],
 /// [`DEFAULT_ID_BYTES`]).
 ///

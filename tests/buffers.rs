@@ -73,7 +73,8 @@ fn every_buffer_gives_the_verdict_or_names_the_frame_that_did_not_fit() {
                     }
                     let got = run(stream, dialect, buffer, push);
                     let ctx = format!("{name} {dialect:?}, buffer {buffer}, pushes of {push}");
-                    // A spilled frame's JSON is checked 64 levels deep.
+                    // A spilled frame's JSON is checked 64 levels deep where
+                    // the buffer cannot spare room for more.
                     let too_large = [
                         ErrorKind::Capacity(Capacity::FrameBuffer { capacity: buffer }),
                         ErrorKind::Capacity(Capacity::JsonDepth { limit: 64 }),

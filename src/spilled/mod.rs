@@ -2,7 +2,8 @@
 //! JSON syntax is checked (the verdict the reference gives first, with its
 //! position), and a stand-in for it is written into the free frame buffer
 //! ([`reduce`]) — the payload itself where it fits, the members no rule
-//! reads emptied where it does not. The stand-in then goes through the
+//! reads emptied where it does not, its message histories and JSON Patches
+//! read element by element ([`elements`]). The stand-in then goes through the
 //! stages like any frame, so the verdict is the reference's; only where a
 //! stand-in could change it (or what a rule reads did not fit) is the
 //! frame a [`Capacity::FrameBuffer`](crate::Capacity::FrameBuffer) error.
@@ -122,7 +123,8 @@ pub(crate) enum Verdict {
 
 impl Spilling {
     /// A frame that stopped fitting at stream offset `overflow_at`; its
-    /// JSON is checked 64 levels deep, whatever the limits.
+    /// JSON is checked to the default limits (1024 levels, if the buffer's
+    /// last bytes can hold the levels past 64; else 64).
     const fn new(overflow_at: u64, dialect: Dialect) -> Self {
         Spilling {
             overflow_at,

@@ -21,7 +21,10 @@ use crate::schema::{self, Dialect, Shape};
 
 /// The root members of a spilled frame whose values are stand-ins: the
 /// event's views show them as empty values of the same kind (see
-/// [`FrameInfo::stand_ins`](crate::FrameInfo::stand_ins)).
+/// [`FrameInfo::stand_ins`](crate::FrameInfo::stand_ins)). An array read
+/// element by element (`messages`, a JSON Patch's `delta` or `patch`) shows
+/// empty, each element checked as it passed; a run's `input` shows its
+/// `messages` empty.
 ///
 /// ```
 /// use agui_stream::{Config, Event, FrameInfo, Key, Pipeline};
