@@ -3,12 +3,12 @@
 use core::fmt;
 
 use crate::capacity::Capacity;
-use crate::decode::DecodeError;
+use crate::check::decode::DecodeError;
+use crate::check::normalize::ChunkError;
+use crate::check::schema::SchemaError;
+use crate::check::verify::{Rule, VerifyError};
 use crate::event_type::EventType;
-use crate::json::{JsonError, JsonErrorKind};
-use crate::normalize::ChunkError;
-use crate::schema::SchemaError;
-use crate::verify::{Rule, VerifyError};
+use crate::input::json::{JsonError, JsonErrorKind};
 
 /// A pipeline failure. Small and `Copy`: it names the rule, frame and byte,
 /// not the ids involved — [`crate::Pipeline::message`] renders those, in the

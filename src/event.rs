@@ -2,9 +2,9 @@
 
 use core::fmt;
 
+use crate::check::schema::{self, Dialect, MAX_EVENT_FIELDS};
 use crate::event_type::{EventType, KEY_COUNT, Key};
-use crate::json::RawJson;
-use crate::schema::{self, Dialect, MAX_EVENT_FIELDS};
+use crate::input::json::RawJson;
 use crate::string::JsonStr;
 
 /// One validated AG-UI event, borrowing its text from the input (or from a

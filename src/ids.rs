@@ -7,7 +7,7 @@
 //! share one pool: releasing a span compacts the pool, and every table
 //! sharing it shifts its spans ([`IdTable::shift`]).
 
-use crate::json::RawJson;
+use crate::input::json::RawJson;
 use crate::string::JsonStr;
 
 /// No room: too many entries, or too few free bytes in the pool.

@@ -52,43 +52,40 @@
 extern crate std;
 
 mod capacity;
-mod decode;
-mod encode;
+mod check;
 mod error;
 mod event;
 mod event_type;
 mod ids;
-pub mod json;
-pub mod legacy;
-pub mod normalize;
+mod input;
+mod output;
 mod pipeline;
-mod schema;
-#[cfg(feature = "serde")]
-mod serde_impl;
-mod spilled;
-pub mod sse;
 mod string;
-pub mod verify;
 #[cfg(feature = "work-count")]
 pub mod work;
 #[cfg(not(feature = "work-count"))]
 mod work;
 
+pub use check::{legacy, normalize, verify};
+pub use input::{json, sse};
+
 pub use capacity::Capacity;
-pub use decode::{DecodeError, decode};
-pub use encode::{BufferFull, FmtWriter, SliceWriter, Write, encode, encode_to_slice, write_str};
+pub use check::decode::{DecodeError, decode};
+pub use check::schema::{Dialect, SchemaError, SchemaProblem};
+pub use check::spilled::StandIns;
 pub use error::{Error, ErrorKind, Stage};
 pub use event::Event;
 pub use event_type::{EventType, KEY_COUNT, Key};
 pub use json::{JsonError, JsonErrorKind, JsonKind, Limits, RawJson};
 pub use legacy::Minting;
 pub use normalize::ChunkError;
+pub use output::encode::{
+    BufferFull, FmtWriter, SliceWriter, Write, encode, encode_to_slice, write_str,
+};
 pub use pipeline::{
     Config, DEFAULT_ID_BYTES, DEFAULT_OPEN_IDS, DEFAULT_OWNERS, FrameInfo, LANE_BYTES, LANES,
     OpenCounts, Pipeline, Policy, Sink, Summary,
 };
-pub use schema::{Dialect, SchemaError, SchemaProblem};
-pub use spilled::StandIns;
 pub use string::{BufferTooSmall, Chars, JsonStr, Unescaped};
 pub use verify::{Entity, Rule, RunPhase};
 

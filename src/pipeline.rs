@@ -4,17 +4,17 @@
 use core::fmt;
 
 use crate::capacity::Capacity;
-use crate::decode::{DecodeError, decode};
+use crate::check::decode::{DecodeError, decode};
+use crate::check::legacy::{Minting, Translator};
+use crate::check::normalize::{Normalizer, Stop};
+use crate::check::schema::Dialect;
+use crate::check::spilled::{self, JsonState, StandIns, Verdict, allowed};
+use crate::check::verify::Staged;
+use crate::check::verify::{Entity, RunPhase, Verifier, VerifyError};
 use crate::error::{Error, ErrorKind, Stage};
 use crate::event::Event;
-use crate::json::{JsonErrorKind, Limits, V8Message};
-use crate::legacy::{Minting, Translator};
-use crate::normalize::{Normalizer, Stop};
-use crate::schema::Dialect;
-use crate::spilled::{self, JsonState, StandIns, Verdict, allowed};
-use crate::sse::{Frame, SseError, SseField, SseFramer};
-use crate::verify::Staged;
-use crate::verify::{Entity, RunPhase, Verifier, VerifyError};
+use crate::input::json::{JsonErrorKind, Limits, V8Message};
+use crate::input::sse::{Frame, SseError, SseField, SseFramer};
 
 /// Default capacity of the verifier's open-id table (open text messages,
 /// tool calls, reasoning spans and messages, steps, and the run's

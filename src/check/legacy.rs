@@ -9,7 +9,7 @@
 use crate::event::Event;
 use crate::event_type::{EventType, Key};
 use crate::ids::StoredStr;
-use crate::json::RawJson;
+use crate::input::json::RawJson;
 
 /// How minted ids are made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -15,9 +15,9 @@
 use core::fmt;
 
 use super::elements::{self, Element, FILTER, MIN_BUFFER};
+use crate::check::schema::{self, Dialect, Shape};
 use crate::event_type::{EventType, Key};
-use crate::json::{JsonKind, RawJson};
-use crate::schema::{self, Dialect, Shape};
+use crate::input::json::{JsonKind, RawJson};
 
 /// The root members of a spilled frame whose values are stand-ins: the
 /// event's views show them as empty values of the same kind (see

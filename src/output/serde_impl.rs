@@ -9,9 +9,9 @@
 
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 
+use crate::check::schema::{self, Dialect, Extra, LegacyBinary, Obj, Shape, Special};
 use crate::event::Event;
-use crate::json::{JsonKind, RawJson};
-use crate::schema::{self, Dialect, Extra, LegacyBinary, Obj, Shape, Special};
+use crate::input::json::{JsonKind, RawJson};
 
 impl<'a> RawJson<'a> {
     /// Deserializes this value with `serde-json-core` (no allocation): typed

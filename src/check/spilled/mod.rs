@@ -19,10 +19,10 @@ pub use reduce::StandIns;
 pub(crate) use reduce::{Reduced, allowed};
 use utf16::Utf16Count;
 
-use crate::json::{JsonError, JsonErrorKind, Limits, Scanner, V8Message};
-use crate::schema::Dialect;
-use crate::sse::SpillSink;
-use crate::verify::Staged;
+use crate::check::schema::Dialect;
+use crate::check::verify::Staged;
+use crate::input::json::{JsonError, JsonErrorKind, Limits, Scanner, V8Message};
+use crate::input::sse::SpillSink;
 
 /// The state of a spilling frame, or the message of the last JSON error:
 /// the framer's spill sink (one or the other is needed at a time).

@@ -12,11 +12,11 @@
 use core::fmt;
 
 use crate::capacity::Capacity;
+use crate::check::schema::Dialect;
 use crate::event::Event;
 use crate::event_type::{EventType, Key};
 use crate::ids::{Kept, Pool, Span};
-use crate::json::RawJson;
-use crate::schema::Dialect;
+use crate::input::json::RawJson;
 use crate::string::JsonStr;
 
 /// What a lane streams.
@@ -620,7 +620,7 @@ impl<const LANES: usize, const B: usize> Normalizer<LANES, B> {
                 start.set(Key::ToolCallName, chunk.get(Key::ToolCallName));
                 start.set(Key::ParentMessageId, chunk.get(Key::ParentMessageId));
             }
-            LaneKind::Reasoning => start.set(Key::Role, Some(crate::legacy::REASONING_ROLE)),
+            LaneKind::Reasoning => start.set(Key::Role, Some(crate::check::legacy::REASONING_ROLE)),
         }
         start
     }

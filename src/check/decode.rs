@@ -3,10 +3,12 @@
 use core::fmt;
 
 use crate::capacity::Capacity;
+use crate::check::schema::{
+    self, Dialect, Fault, Presence, SchemaError, SchemaProblem, Site, Verdict,
+};
 use crate::event::Event;
 use crate::event_type::{EventType, KEY_COUNT, Key};
-use crate::json::{self, JsonError, JsonKind, Limits, RawJson};
-use crate::schema::{self, Dialect, Fault, Presence, SchemaError, SchemaProblem, Site, Verdict};
+use crate::input::json::{self, JsonError, JsonKind, Limits, RawJson};
 use crate::string::JsonStr;
 
 /// Why a payload did not decode.

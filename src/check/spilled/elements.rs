@@ -8,10 +8,10 @@
 //! (the rest of the array is dropped), so the stand-in fails the same
 //! check, at the same member, as the whole frame would.
 
+use crate::check::schema::{self, Dialect, Shape, Site};
+use crate::check::verify;
 use crate::event_type::{EventType, Key};
-use crate::json::RawJson;
-use crate::schema::{self, Dialect, Shape, Site};
-use crate::verify;
+use crate::input::json::RawJson;
 
 /// Bytes at the end of the frame buffer that hold the forgotten records'
 /// filter while an array is read element by element.

@@ -10,9 +10,9 @@
 
 use core::fmt;
 
+use crate::check::schema::{self, Dialect, Extra, LegacyBinary, Obj, Shape, Special};
 use crate::event::Event;
-use crate::json::{JsonKind, RawJson, Token, Tokens};
-use crate::schema::{self, Dialect, Extra, LegacyBinary, Obj, Shape, Special};
+use crate::input::json::{JsonKind, RawJson, Token, Tokens};
 use crate::string::{JsonStr, encode_wtf8};
 
 /// Where the encoder writes.
@@ -311,8 +311,8 @@ fn write_char<W: Write + ?Sized>(c: u32, out: &mut W) -> Result<(), BufferFull> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::decode;
-    use crate::json::Limits;
+    use crate::check::decode::decode;
+    use crate::input::json::Limits;
     extern crate std;
     use std::string::String;
     use std::vec::Vec;

@@ -1,0 +1,11 @@
+//! Checking: a frame's JSON → a validated event ([`decode`] against the
+//! [`schema`] tables), V1's translation of legacy events ([`legacy`]),
+//! chunk expansion ([`normalize`]) and the run's lifecycle ([`verify`]);
+//! frames larger than the buffer are checked as they stream ([`spilled`]).
+
+pub(crate) mod decode;
+pub mod legacy;
+pub mod normalize;
+pub(crate) mod schema;
+pub(crate) mod spilled;
+pub mod verify;
