@@ -78,3 +78,5 @@ impl fmt::Display for Capacity {
         }
     }
 }
+
+impl core::error::Error for Capacity {}

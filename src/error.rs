@@ -166,10 +166,8 @@ impl fmt::Display for ErrorKind {
         match self {
             ErrorKind::Json(e) => e.fmt(f),
             ErrorKind::Schema(e) => e.fmt(f),
-            ErrorKind::Chunk(e) => write!(f, "chunk normalization failed: {e:?}"),
-            ErrorKind::Verify { event, rule } => {
-                write!(f, "{event} breaks the lifecycle rule {rule:?}")
-            }
+            ErrorKind::Chunk(e) => e.fmt(f),
+            ErrorKind::Verify { event, rule } => write!(f, "{event}: {rule}"),
             ErrorKind::Incomplete => f.write_str("the stream ended incomplete"),
             ErrorKind::Capacity(c) => c.fmt(f),
         }
@@ -187,5 +185,73 @@ impl fmt::Display for Error {
     }
 }
 
-#[cfg(feature = "std")]
-impl std::error::Error for Error {}
+impl core::error::Error for Error {}
+
+impl fmt::Display for Stage {
+    /// As [`Stage::as_str`] names it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+
+    use super::*;
+    use crate::check::normalize::LaneKind;
+    use crate::check::verify::{Entity, RunPhase};
+    use std::string::ToString;
+
+    fn is_error<E: core::error::Error>() {}
+
+    /// Every error a user sees is a `core::error::Error` and says what went
+    /// wrong in words, not as `Debug` prints it.
+    #[test]
+    fn errors_are_errors_and_speak_in_words() {
+        is_error::<Error>();
+        is_error::<Capacity>();
+        is_error::<ChunkError>();
+        is_error::<DecodeError>();
+        is_error::<JsonError>();
+        is_error::<SchemaError>();
+        is_error::<VerifyError>();
+        is_error::<crate::BufferFull>();
+        is_error::<crate::BufferTooSmall>();
+        is_error::<crate::sse::SseError>();
+        let kinds = [
+            ErrorKind::Chunk(ChunkError::Mismatch {
+                kind: LaneKind::Tool,
+                field: "toolCallName",
+            }),
+            ErrorKind::Chunk(ChunkError::Ambiguous {
+                kind: LaneKind::Text,
+                lanes: 2,
+            }),
+            ErrorKind::Verify {
+                event: EventType::StepStarted,
+                rule: Rule::AlreadyOpen(Entity::Step),
+            },
+            ErrorKind::Verify {
+                event: EventType::RunFinished,
+                rule: Rule::OpenAtRunFinished(Entity::ToolCall),
+            },
+            ErrorKind::Incomplete,
+        ];
+        let words: std::vec::Vec<_> = kinds.iter().map(|k| k.to_string()).collect();
+        assert_eq!(
+            words,
+            [
+                "a TOOL_CALL_CHUNK changes its stream's toolCallName",
+                "a TEXT_MESSAGE_CHUNK with neither id nor subagentRunId while 2 of its streams are open",
+                "STEP_STARTED: the step is already open",
+                "RUN_FINISHED: RUN_FINISHED while tool calls are open",
+                "the stream ended incomplete",
+            ]
+        );
+        assert_eq!(Stage::Verify.to_string(), "verify");
+        assert_eq!(RunPhase::NotStarted.to_string(), "not started");
+        let e = VerifyError::Capacity(Capacity::Owners);
+        assert_eq!(e.to_string(), Capacity::Owners.to_string());
+    }
+}

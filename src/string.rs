@@ -190,6 +190,8 @@ impl fmt::Display for BufferTooSmall {
     }
 }
 
+impl core::error::Error for BufferTooSmall {}
+
 /// True if the raw bytes are the decoded text and decoding could not map
 /// two different spellings to one text (no escapes, no invalid UTF-8).
 fn is_plain_ascii(raw: &[u8]) -> bool {

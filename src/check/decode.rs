@@ -33,6 +33,8 @@ impl fmt::Display for DecodeError {
     }
 }
 
+impl core::error::Error for DecodeError {}
+
 /// Longest member name we bother decoding when it is written with escapes;
 /// every name the protocol defines is shorter.
 const MAX_KEY_LEN: usize = 32;

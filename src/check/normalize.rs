@@ -105,6 +105,40 @@ pub enum ChunkError {
     Capacity(Capacity),
 }
 
+impl fmt::Display for LaneKind {
+    /// The chunk type: `TEXT_MESSAGE_CHUNK`, `TOOL_CALL_CHUNK`,
+    /// `REASONING_MESSAGE_CHUNK`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.chunk().fmt(f)
+    }
+}
+
+impl fmt::Display for ChunkError {
+    /// What is wrong, without the ids ([`Normalizer::describe`] has them,
+    /// in the reference's words).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            ChunkError::MissingId(kind) => write!(f, "a {kind} that opens a stream has no id"),
+            ChunkError::MissingToolCallName => {
+                f.write_str("a TOOL_CALL_CHUNK that opens a stream has no toolCallName")
+            }
+            ChunkError::Mismatch { kind, field } => {
+                write!(f, "a {kind} changes its stream's {field}")
+            }
+            ChunkError::SubagentMismatch(kind) => {
+                write!(f, "a {kind} names a stream open for another subagent")
+            }
+            ChunkError::Ambiguous { kind, lanes } => write!(
+                f,
+                "a {kind} with neither id nor subagentRunId while {lanes} of its streams are open"
+            ),
+            ChunkError::Capacity(c) => c.fmt(f),
+        }
+    }
+}
+
+impl core::error::Error for ChunkError {}
+
 /// The roles a text message may have, as JSON; a lane keeps an index.
 const TEXT_ROLES: [RawJson<'static>; 4] = [
     RawJson::exact(b"\"developer\""),

@@ -32,6 +32,8 @@ impl fmt::Display for BufferFull {
     }
 }
 
+impl core::error::Error for BufferFull {}
+
 /// Writes into a byte slice, front to back.
 #[derive(Debug)]
 pub struct SliceWriter<'b> {

@@ -230,6 +230,8 @@ impl fmt::Display for SchemaError {
     }
 }
 
+impl core::error::Error for SchemaError {}
+
 // ------------------------------------------------------------------ builders
 
 const fn req(name: &'static str, shape: Shape) -> Field {

@@ -208,3 +208,76 @@ impl fmt::Display for Attributed<'_> {
         }
     }
 }
+
+impl fmt::Display for Entity {
+    /// `text message`, `tool call`, `reasoning span`, `reasoning message`,
+    /// `step` or `subagent`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Entity::TextMessage => "text message",
+            Entity::ToolCall => "tool call",
+            Entity::ReasoningSpan => "reasoning span",
+            Entity::ReasoningMessage => "reasoning message",
+            Entity::Step => "step",
+            Entity::Subagent => "subagent",
+        })
+    }
+}
+
+impl fmt::Display for Rule {
+    /// The rule in a few words (without the ids: [`Verifier::describe`] has
+    /// them, in the reference's words).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Rule::FirstEvent => f.write_str("the first event must be RUN_STARTED"),
+            Rule::AfterRunError => f.write_str("no event after RUN_ERROR"),
+            Rule::AfterRunFinished => f.write_str("no event after RUN_FINISHED but a new run"),
+            Rule::RunStillActive => f.write_str("RUN_STARTED while a run is active"),
+            Rule::NullSubagentRunId => f.write_str("subagentRunId must not be null"),
+            Rule::AlreadyOpen(e) => write!(f, "the {e} is already open"),
+            Rule::NotOpen(e) => write!(f, "the {e} is not open"),
+            Rule::StepOwnedElsewhere => f.write_str("the step is open for another owner"),
+            Rule::OpenAtRunFinished(e) => write!(f, "RUN_FINISHED while {} are open", e.plural()),
+            Rule::OwnerMismatch => f.write_str("the id belongs to another owner"),
+            Rule::ParentOwnerMismatch => {
+                f.write_str("the tool call's parent message belongs to another owner")
+            }
+            Rule::ToolCallParentConflict => {
+                f.write_str("the tool call and its parent message have other owners")
+            }
+            Rule::SubagentActive => f.write_str("the subagent is already active"),
+            Rule::SubagentReused => f.write_str("a finished subagent's id is reused"),
+            Rule::UnknownParentSubagent => f.write_str("the parent subagent is not active"),
+            Rule::SubagentNotActive => f.write_str("the subagent is not active"),
+            Rule::ThinkingStepActive => f.write_str("a thinking step is already active"),
+            Rule::NoThinkingStep => f.write_str("no thinking step is active"),
+            Rule::ThinkingMessageActive => f.write_str("a thinking message is already active"),
+            Rule::NoThinkingMessage => f.write_str("no thinking message is active"),
+            Rule::ToolCallArgs => f.write_str("the tool call's arguments are not one JSON value"),
+        }
+    }
+}
+
+impl fmt::Display for VerifyError {
+    /// `EVENT_TYPE: the rule`, or the capacity.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VerifyError::Violation { event, rule } => write!(f, "{event}: {rule}"),
+            VerifyError::Capacity(c) => c.fmt(f),
+        }
+    }
+}
+
+impl core::error::Error for VerifyError {}
+
+impl fmt::Display for RunPhase {
+    /// `not started`, `active`, `finished` or `errored`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RunPhase::NotStarted => "not started",
+            RunPhase::Active => "active",
+            RunPhase::Finished => "finished",
+            RunPhase::Errored => "errored",
+        })
+    }
+}

@@ -161,6 +161,8 @@ impl fmt::Display for JsonError {
     }
 }
 
+impl core::error::Error for JsonError {}
+
 /// Limits applied while validating.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
