@@ -430,17 +430,14 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             },
             Some(Verdict::TooLarge) | None => too_large,
         };
-        if self.stages.config.policy != Policy::Monitor {
-            return Err(e);
-        }
-        self.stages.violations = self.stages.violations.saturating_add(1);
+        let policy = self.stages.config.policy;
+        let violations = &mut self.stages.violations;
         match self.framer.spill_sink() {
             JsonState::Message(m, _) if matches!(e.kind, ErrorKind::Json(_)) => {
-                sink.violation(&e, m)
+                settle(policy, violations, sink, e, m)
             }
-            _ => sink.violation(&e, &e.kind),
+            _ => settle(policy, violations, sink, e, &e.kind),
         }
-        Ok(())
     }
 
     fn stop(&mut self, e: Error) -> Error {
@@ -562,7 +559,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
         sink: &mut S,
         json: &mut Option<V8Message>,
     ) -> Result<(), Error> {
-        let monitor = self.config.policy == Policy::Monitor;
+        let policy = self.config.policy;
         let decode_error = |e| {
             Error::from_decode(
                 e,
@@ -580,16 +577,16 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
         let event = match &decoded {
             Ok(Some(event)) => event,
             Ok(None) => return Ok(()),
-            Err(e) if monitor => {
+            Err(e) => {
                 let e = decode_error(*e);
-                self.violations = self.violations.saturating_add(1);
-                match json {
-                    Some(m) if matches!(e.kind, ErrorKind::Json(_)) => sink.violation(&e, m),
-                    _ => sink.violation(&e, &e.kind),
-                }
-                return Ok(());
+                let violations = &mut self.violations;
+                return match json {
+                    Some(m) if matches!(e.kind, ErrorKind::Json(_)) => {
+                        settle(policy, violations, sink, e, m)
+                    }
+                    _ => settle(policy, violations, sink, e, &e.kind),
+                };
             }
-            Err(e) => return Err(decode_error(*e)),
         };
         let translated = match self.config.dialect {
             Dialect::V1 => self.translator.translate(event),
@@ -619,13 +616,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
                 }
                 Err(e) => {
                     let error = Error::from_verify(e, frame.index, frame.start);
-                    if monitor {
-                        *violations = violations.saturating_add(1);
-                        sink.violation(&error, &verifier.describe(e));
-                        Ok(())
-                    } else {
-                        Err(error)
-                    }
+                    settle(policy, violations, sink, error, &verifier.describe(e))
                 }
             }
         });
@@ -634,14 +625,28 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
             Err(Stop::Downstream(e)) => Err(e),
             Err(Stop::Chunk(c)) => {
                 let error = Error::from_chunk(c, frame.index, frame.start);
-                if monitor {
-                    self.violations = self.violations.saturating_add(1);
-                    sink.violation(&error, &self.normalizer.describe(c));
-                    Ok(())
-                } else {
-                    Err(error)
-                }
+                let message = self.normalizer.describe(c);
+                settle(policy, &mut self.violations, sink, error, &message)
             }
+        }
+    }
+}
+
+/// The one place the policy decides: stop with `error`, or (monitoring)
+/// count it, report it to the sink with its `message`, and go on.
+fn settle<S: Sink + ?Sized>(
+    policy: Policy,
+    violations: &mut u64,
+    sink: &mut S,
+    error: Error,
+    message: &dyn fmt::Display,
+) -> Result<(), Error> {
+    match policy {
+        Policy::Stop => Err(error),
+        Policy::Monitor => {
+            *violations = violations.saturating_add(1);
+            sink.violation(&error, message);
+            Ok(())
         }
     }
 }

@@ -12,7 +12,7 @@
 use core::fmt;
 
 use crate::capacity::Capacity;
-use crate::check::schema::Dialect;
+use crate::check::schema::{Dialect, TEXT_ROLE_VALUES, TEXT_ROLES};
 use crate::event::Event;
 use crate::event_type::{EventType, Key};
 use crate::ids::{Kept, Pool, Span};
@@ -139,14 +139,7 @@ impl fmt::Display for ChunkError {
 
 impl core::error::Error for ChunkError {}
 
-/// The roles a text message may have, as JSON; a lane keeps an index.
-const TEXT_ROLES: [RawJson<'static>; 4] = [
-    RawJson::exact(b"\"developer\""),
-    RawJson::exact(b"\"system\""),
-    RawJson::exact(b"\"assistant\""),
-    RawJson::exact(b"\"user\""),
-];
-/// The default role's index in [`TEXT_ROLES`].
+/// The default role's index in [`TEXT_ROLES`] (a lane keeps an index).
 const ASSISTANT: u8 = 2;
 const EMPTY_DELTA: RawJson<'static> = RawJson::exact(b"\"\"");
 
@@ -488,7 +481,7 @@ impl<const LANES: usize, const B: usize> Normalizer<LANES, B> {
             };
             let role = chunk
                 .role()
-                .and_then(|r| TEXT_ROLES.iter().position(|t| t.as_str() == Some(r)))
+                .and_then(|r| TEXT_ROLES.iter().position(|t| r.eq_str(t)))
                 .and_then(|i| u8::try_from(i).ok())
                 .unwrap_or(ASSISTANT);
             if at.is_none() && self.lanes.is_full() {
@@ -600,7 +593,7 @@ impl<const LANES: usize, const B: usize> Normalizer<LANES, B> {
         let checks: [(&'static str, Option<JsonStr<'_>>, Option<JsonStr<'_>>); 2] = match lane.kind
         {
             LaneKind::Text => {
-                let role = TEXT_ROLES
+                let role = TEXT_ROLE_VALUES
                     .get(usize::from(lane.role))
                     .and_then(RawJson::as_str);
                 [
@@ -646,7 +639,7 @@ impl<const LANES: usize, const B: usize> Normalizer<LANES, B> {
         start.set(Key::Metadata, chunk.metadata());
         match kind {
             LaneKind::Text => {
-                let role = TEXT_ROLES.get(usize::from(role)).copied();
+                let role = TEXT_ROLE_VALUES.get(usize::from(role)).copied();
                 start.set(Key::Role, chunk.get(Key::Role).or(role));
                 start.set(Key::Name, chunk.get(Key::Name));
             }

@@ -180,7 +180,7 @@ const REASONING: Obj = obj(
         opt("metadata", Record),
     ],
 );
-const MESSAGE: Union = Union {
+pub(super) const MESSAGE: Union = Union {
     tag: "role",
     variants: &[
         ("developer", &DEVELOPER),

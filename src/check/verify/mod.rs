@@ -11,7 +11,7 @@
 //! [`VerifyError::Capacity`], never a wrong verdict.
 
 use crate::capacity::Capacity;
-use crate::check::schema::Dialect;
+use crate::check::schema::{self, Dialect};
 use crate::event::Event;
 use crate::event_type::EventType;
 use crate::ids::{Entry, Full, IdTable, Kept, Pool, Span};
@@ -241,16 +241,6 @@ type VResult = Result<(), VerifyError>;
 const fn capacity(c: Capacity) -> VerifyError {
     VerifyError::Capacity(c)
 }
-
-const ROLES: [&str; 7] = [
-    "developer",
-    "system",
-    "assistant",
-    "user",
-    "tool",
-    "activity",
-    "reasoning",
-];
 
 /// The id of subagent `owner` (`None` for the parent agent).
 fn name_in<'p, const N: usize, const B: usize>(
@@ -1158,7 +1148,7 @@ fn owned_messages(
 fn owned_message(msg: RawJson<'_>) -> Option<(RawJson<'_>, Option<JsonStr<'_>>, Owned)> {
     msg.get("id").and_then(|v| v.as_str())?;
     let role = msg.get("role").and_then(|v| v.as_str())?;
-    if !ROLES.iter().any(|k| role.eq_str(k)) {
+    if !schema::is_message_role(role) {
         return None;
     }
     let tag = msg.get("subagentRunId").and_then(|v| v.as_str());
