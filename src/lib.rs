@@ -34,6 +34,7 @@
 #![no_std]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+#![deny(missing_debug_implementations, unreachable_pub)]
 #![cfg_attr(
     not(test),
     deny(
@@ -61,7 +62,9 @@ mod input;
 mod output;
 mod pipeline;
 mod string;
+/// The work counter behind `tests/linear_time.rs` (test support, not API).
 #[cfg(feature = "work-count")]
+#[doc(hidden)]
 pub mod work;
 #[cfg(not(feature = "work-count"))]
 mod work;

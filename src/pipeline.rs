@@ -282,6 +282,7 @@ macro_rules! run_frame {
 /// assert_eq!(types.len(), 1);
 /// assert!(!summary.is_complete()); // the run never finished
 /// ```
+#[derive(Debug)]
 pub struct Pipeline<
     'b,
     const OPEN: usize = DEFAULT_OPEN_IDS,
@@ -537,6 +538,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> fmt::Display
 }
 
 /// The stages after framing, with their counters.
+#[derive(Debug)]
 struct Stages<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> {
     config: Config,
     translator: Translator,

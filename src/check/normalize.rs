@@ -662,6 +662,7 @@ impl<const LANES: usize, const B: usize> Normalizer<LANES, B> {
 }
 
 /// Renders a [`ChunkError`] in the reference's words.
+#[derive(Debug)]
 pub struct DescribeChunk<'n, const LANES: usize, const B: usize> {
     normalizer: &'n Normalizer<LANES, B>,
     error: ChunkError,

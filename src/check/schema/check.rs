@@ -406,7 +406,7 @@ impl<'a> LegacyBinary<'a> {
 
 /// Most legacy-part-against-sibling comparisons one content array may
 /// need (e.g. 64 legacy parts among 64 parts).
-pub const LEGACY_COMPARISON_BUDGET: usize = 4096;
+pub(crate) const LEGACY_COMPARISON_BUDGET: usize = 4096;
 
 /// True if the writer leaves element `e` of `array` (whose items are `item`)
 /// out: V1 strips it, or it is a legacy part a modern sibling supersedes.

@@ -6,6 +6,7 @@ use super::*;
 
 /// Renders a [`VerifyError`] in the reference's words; see
 /// [`Verifier::describe`].
+#[derive(Debug)]
 pub struct Describe<'v, const N: usize, const O: usize, const B: usize> {
     pub(super) verifier: &'v Verifier<N, O, B>,
     pub(super) error: VerifyError,
