@@ -6,6 +6,7 @@ use core::fmt;
 /// Which fixed capacity an input exceeded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum Capacity {
     /// A frame spanning pushes is larger than the framer's buffer.
     FrameBuffer {

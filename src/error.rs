@@ -31,6 +31,7 @@ pub struct Error {
 /// The kinds of [`Error`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// The frame's payload is not JSON (the reference's `sse` stage).
     Json(JsonError),
@@ -56,6 +57,7 @@ pub enum ErrorKind {
 /// (plus `End` for a strict end-of-stream check).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum Stage {
     /// Framing and JSON parsing.
     Sse,

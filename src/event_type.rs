@@ -48,6 +48,7 @@ names! {
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
     #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+    #[non_exhaustive]
     pub enum EventType {
         /// Opens a streamed text message.
         TextMessageStart = b"TEXT_MESSAGE_START",

@@ -50,6 +50,7 @@ pub enum Policy {
 /// How a [`Pipeline`] reads its input.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub struct Config {
     /// Which protocol version to accept (default V1).
     pub dialect: Dialect,
@@ -86,6 +87,12 @@ impl Config {
         self
     }
 
+    /// The same configuration with other JSON limits.
+    pub const fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
     /// The same configuration with another policy.
     pub const fn policy(mut self, policy: Policy) -> Self {
         self.policy = policy;
@@ -114,6 +121,7 @@ impl Config {
 /// Where in the stream an event came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub struct FrameInfo {
     /// The input frame's index (0-based).
     pub index: u64,
@@ -160,6 +168,7 @@ impl<F: FnMut(&Event<'_>, &FrameInfo)> Sink for F {
 /// What is still open when open-ended things are counted at the end.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub struct OpenCounts {
     /// Text messages started and not ended.
     pub text_messages: usize,
@@ -191,6 +200,7 @@ impl OpenCounts {
 /// things left open.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub struct Summary {
     /// Input frames read.
     pub frames: u64,

@@ -362,10 +362,7 @@ fn depth_limit_is_clamped_to_the_bit_stack() {
     let e = json::validate(&nested_arrays(1_000_000), huge).unwrap_err();
     assert_eq!(e.kind, JsonErrorKind::TooDeep { limit: MAX_DEPTH });
 
-    let config = Config {
-        limits: huge,
-        ..Config::new()
-    };
+    let config = Config::new().limits(huge);
     let (stream, _) = in_run(&snapshot_payload(&nested_arrays(1_000_000)));
     let e = run(&stream, config).err();
     assert_eq!(

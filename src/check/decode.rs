@@ -14,6 +14,7 @@ use crate::string::JsonStr;
 /// Why a payload did not decode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum DecodeError {
     /// Not JSON (or nested deeper than the limit).
     Json(JsonError),

@@ -77,6 +77,7 @@ impl LaneKind {
 /// Why a chunk could not be normalized.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum ChunkError {
     /// A chunk that opens a lane has no id (`First … must have a messageId`).
     MissingId(LaneKind),

@@ -43,6 +43,7 @@ impl<'a> SseField<'a> {
 
 /// Error returned by [`SseFramer::feed`] and [`SseFramer::finish`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SseError {
     /// A frame's payload (or its unfinished part) does not fit the buffer.
     FrameTooLarge {

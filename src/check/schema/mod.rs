@@ -150,6 +150,7 @@ pub struct SchemaError {
 /// The rule a [`SchemaError`] broke.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum SchemaProblem {
     /// The frame's JSON is not an object.
     NotAnObject,

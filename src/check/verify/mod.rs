@@ -29,6 +29,7 @@ pub(crate) use owners::{STAGED_BYTES, Staged};
 /// Something that can be open at a time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum Entity {
     /// A text message (TEXT_MESSAGE_START … END).
     TextMessage,
@@ -70,6 +71,7 @@ enum Open {
 /// exact message, ids included.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum Rule {
     /// `First event must be 'RUN_STARTED'`.
     FirstEvent,
@@ -120,6 +122,7 @@ pub enum Rule {
 /// Why the verifier stopped an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum VerifyError {
     /// The event breaks a lifecycle rule.
     Violation {
