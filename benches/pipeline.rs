@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use agui_stream::sse::SseFramer;
-use agui_stream::{Config, Dialect, Event, FrameInfo, Limits, Pipeline, decode};
+use agui_stream::{Config, Dialect, Event, FrameInfo, Pipeline, decode, json::Limits};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
 /// A stream from `scripts/gen_stream.py`, generated once.

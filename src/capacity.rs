@@ -13,7 +13,7 @@ pub enum Capacity {
         /// The buffer's size in bytes.
         capacity: usize,
     },
-    /// JSON nested deeper than [`crate::Limits::max_depth`].
+    /// JSON nested deeper than [`Limits::max_depth`](crate::json::Limits::max_depth).
     JsonDepth {
         /// The limit in force.
         limit: usize,

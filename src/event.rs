@@ -17,7 +17,7 @@ use crate::string::JsonStr;
 /// [`object`](Event::object).
 ///
 /// ```
-/// use agui_stream::{decode, Dialect, EventType, Limits};
+/// use agui_stream::{decode, Dialect, EventType, json::Limits};
 /// let ev = decode(br#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"hi\n"}"#,
 ///                 Dialect::V1, Limits::new()).unwrap().unwrap();
 /// assert_eq!(ev.event_type(), EventType::TextMessageContent);

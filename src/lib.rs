@@ -79,9 +79,6 @@ pub use check::spilled::StandIns;
 pub use error::{Error, ErrorKind, Stage};
 pub use event::Event;
 pub use event_type::{EventType, KEY_COUNT, Key};
-pub use json::{JsonError, JsonErrorKind, JsonKind, Limits, RawJson};
-pub use legacy::Minting;
-pub use normalize::ChunkError;
 pub use output::encode::{
     BufferFull, FmtWriter, SliceWriter, Write, encode, encode_to_slice, write_str,
 };
@@ -90,7 +87,6 @@ pub use pipeline::{
     OpenCounts, Pipeline, Policy, Sink, Summary,
 };
 pub use string::{BufferTooSmall, Chars, JsonStr, Unescaped};
-pub use verify::{Entity, Rule, RunPhase};
 
 /// The README's example, compiled and run as a doctest.
 #[cfg(doctest)]

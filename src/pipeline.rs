@@ -63,7 +63,7 @@ pub struct Config {
     /// Make an incomplete end of stream an error (see [`Summary::is_complete`]).
     pub strict_end: bool,
     /// Check that each tool call's arguments are one complete JSON value by
-    /// its TOOL_CALL_END ([`Rule::ToolCallArgs`](crate::Rule::ToolCallArgs);
+    /// its TOOL_CALL_END ([`Rule::ToolCallArgs`](crate::verify::Rule::ToolCallArgs);
     /// off by default: the reference does not check).
     pub check_tool_args: bool,
 }

@@ -14,8 +14,9 @@ use std::fmt::Write as _;
 
 use agui_stream::json::{self, DEFAULT_MAX_DEPTH, JsonErrorKind, Limits, MAX_DEPTH};
 use agui_stream::{
-    Capacity, Config, DecodeError, Dialect, Entity, Error, ErrorKind, Event, EventType, FrameInfo,
-    Pipeline, Policy, Rule, RunPhase, SchemaProblem, Sink, Stage, Summary, decode, encode,
+    Capacity, Config, DecodeError, Dialect, Error, ErrorKind, Event, EventType, FrameInfo,
+    Pipeline, Policy, SchemaProblem, Sink, Stage, Summary, decode, encode,
+    verify::{Entity, Rule, RunPhase},
 };
 
 // ------------------------------------------------------------------ helpers

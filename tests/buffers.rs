@@ -12,8 +12,8 @@
 mod common;
 
 use agui_stream::{
-    Capacity, Config, Dialect, Error, ErrorKind, Event, FrameInfo, Minting, Pipeline, StandIns,
-    encode,
+    Capacity, Config, Dialect, Error, ErrorKind, Event, FrameInfo, Pipeline, StandIns, encode,
+    legacy::Minting,
 };
 use common::stand_ins::same_but_stand_ins;
 

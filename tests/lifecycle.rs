@@ -8,8 +8,8 @@ use std::fmt;
 use common::{RUN_FINISHED, RUN_STARTED, end, sse, start};
 
 use agui_stream::{
-    Config, Dialect, Error, ErrorKind, Event, FrameInfo, Pipeline, Policy, Rule, RunPhase, Sink,
-    Stage,
+    Config, Dialect, Error, ErrorKind, Event, FrameInfo, Pipeline, Policy, Sink, Stage,
+    verify::{Rule, RunPhase},
 };
 
 /// Collects what a monitoring pipeline reports.
@@ -53,7 +53,7 @@ fn stop_policy_stops_at_the_first_violation() {
         e.kind,
         ErrorKind::Verify {
             event: agui_stream::EventType::TextMessageContent,
-            rule: Rule::NotOpen(agui_stream::Entity::TextMessage),
+            rule: Rule::NotOpen(agui_stream::verify::Entity::TextMessage),
         }
     );
     assert_eq!(
@@ -127,7 +127,7 @@ fn end_of_stream_report_names_what_is_open() {
     assert!(!s.is_complete());
     let open: Vec<String> = p
         .verifier()
-        .open_ids(agui_stream::Entity::ToolCall)
+        .open_ids(agui_stream::verify::Entity::ToolCall)
         .map(|id| id.to_string())
         .collect();
     assert_eq!(open, ["c1"]);

@@ -12,7 +12,8 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agui_stream::{
-    Config, Dialect, Error, Event, FrameInfo, Minting, Pipeline, Policy, Sink, SliceWriter, encode,
+    Config, Dialect, Error, Event, FrameInfo, Pipeline, Policy, Sink, SliceWriter, encode,
+    legacy::Minting,
 };
 
 struct Counting;

@@ -11,7 +11,7 @@ use common::{RUN_FINISHED, RUN_STARTED, sse};
 
 use agui_stream::json::{JsonErrorKind, Limits, validate};
 use agui_stream::{
-    Capacity, Config, Error, ErrorKind, Event, EventType, FrameInfo, Pipeline, Rule, Stage,
+    Capacity, Config, Error, ErrorKind, Event, EventType, FrameInfo, Pipeline, Stage, verify::Rule,
 };
 
 /// A JSON string holding `text`, escaped as JSON.stringify escapes it.

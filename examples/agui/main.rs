@@ -30,7 +30,10 @@ use std::io::{Read, Write as _};
 use std::process::ExitCode;
 
 use agui_stream::sse::SseFramer;
-use agui_stream::{Config, Dialect, Entity, Event, FrameInfo, Limits, Minting, Pipeline, encode};
+use agui_stream::{
+    Config, Dialect, Event, FrameInfo, Pipeline, encode, json::Limits, legacy::Minting,
+    verify::Entity,
+};
 
 struct Options {
     dialect: Dialect,

@@ -3,7 +3,7 @@
 //! encoding, byte for byte.
 #![no_main]
 
-use agui_stream::{Dialect, Limits, decode, encode};
+use agui_stream::{Dialect, decode, encode, json::Limits};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|payload: &[u8]| {

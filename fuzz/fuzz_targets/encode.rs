@@ -7,8 +7,8 @@
 #![no_main]
 
 use agui_stream::{
-    BufferFull, Config, Dialect, Event, FrameInfo, Limits, Pipeline, Policy, decode, encode,
-    encode_to_slice, json,
+    BufferFull, Config, Dialect, Event, FrameInfo, Pipeline, Policy, decode, encode,
+    encode_to_slice, json, json::Limits,
 };
 use libfuzzer_sys::fuzz_target;
 use serde::de::IgnoredAny;

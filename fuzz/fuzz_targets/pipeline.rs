@@ -14,7 +14,8 @@
 #![no_main]
 
 use agui_stream::{
-    Config, Dialect, Error, Event, FrameInfo, Minting, Pipeline, Policy, Sink, Summary, encode,
+    Config, Dialect, Error, Event, FrameInfo, Pipeline, Policy, Sink, Summary, encode,
+    legacy::Minting,
 };
 use libfuzzer_sys::fuzz_target;
 

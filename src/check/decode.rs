@@ -63,7 +63,7 @@ fn by_escaped_name<T>(name: JsonStr<'_>, lookup: fn(&[u8]) -> Option<T>) -> Opti
 /// ignores (V1 drops unknown event types).
 ///
 /// ```
-/// use agui_stream::{decode, DecodeError, Dialect, Limits};
+/// use agui_stream::{decode, DecodeError, Dialect, json::Limits};
 /// let ok = decode(br#"{"runId":"r","type":"RUN_STARTED","threadId":"t"}"#, Dialect::V1, Limits::new());
 /// assert!(ok.unwrap().is_some());
 /// let unknown = decode(br#"{"type":"custom"}"#, Dialect::V1, Limits::new());

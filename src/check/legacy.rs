@@ -177,7 +177,8 @@ impl Translator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Dialect, Limits, decode};
+    use crate::input::json::Limits;
+    use crate::{Dialect, decode};
 
     fn ev(s: &str) -> Event<'_> {
         decode(s.as_bytes(), Dialect::V1, Limits::new())

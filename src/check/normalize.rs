@@ -237,7 +237,7 @@ pub enum Stop<E> {
 /// and parents share `B` bytes (at most 255).
 ///
 /// ```
-/// use agui_stream::{Dialect, EventType, Limits, decode, normalize::Normalizer};
+/// use agui_stream::{Dialect, EventType, decode, normalize::Normalizer, json::Limits};
 /// let mut normalizer = Normalizer::<8, 224>::new(Dialect::V1);
 /// let chunk = br#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"m","delta":"hi"}"#;
 /// let event = decode(chunk, Dialect::V1, Limits::new()).unwrap().unwrap();
@@ -726,7 +726,8 @@ impl<const LANES: usize, const B: usize> fmt::Display for DescribeChunk<'_, LANE
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Limits, decode};
+    use crate::decode;
+    use crate::input::json::Limits;
     extern crate std;
     use std::string::String;
     use std::vec::Vec;

@@ -104,7 +104,7 @@ impl Write for std::vec::Vec<u8> {
 /// Writes `event` as one line of compact JSON (no trailing newline).
 ///
 /// ```
-/// use agui_stream::{decode, encode_to_slice, Dialect, Limits};
+/// use agui_stream::{decode, encode_to_slice, Dialect, json::Limits};
 /// let ev = decode(br#"{"type":"TEXT_MESSAGE_END","messageId":"m\u0031","x":1}"#,
 ///                 Dialect::V1, Limits::new()).unwrap().unwrap();
 /// let mut buf = [0u8; 64];

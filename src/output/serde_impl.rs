@@ -3,7 +3,7 @@
 //! An [`Event`] serializes to the same members [`crate::encode`] writes.
 //! Nested values are serialized through serde's nested serializers, so
 //! serialization recurses once per JSON nesting level — bounded by the
-//! [`crate::Limits::max_depth`] the value was validated with. Numbers that
+//! [`Limits::max_depth`](crate::json::Limits::max_depth) the value was validated with. Numbers that
 //! are integer literals within `i64`/`u64` serialize as integers, others as
 //! `f64`; strings serialize decoded (a lone surrogate as U+FFFD).
 
@@ -24,7 +24,7 @@ impl<'a> RawJson<'a> {
     /// integer type (use `f64`).
     ///
     /// ```
-    /// use agui_stream::{decode, Dialect, Limits};
+    /// use agui_stream::{decode, Dialect, json::Limits};
     /// #[derive(serde::Deserialize)]
     /// #[serde(rename_all = "camelCase")]
     /// struct Usage<'a> { model: Option<&'a str>, input_tokens: Option<u64> }
@@ -234,7 +234,8 @@ impl Serialize for Event<'_> {
 
 #[cfg(test)]
 mod tests {
-    use crate::{Dialect, Limits, decode};
+    use crate::input::json::Limits;
+    use crate::{Dialect, decode};
 
     #[test]
     fn serializes_like_the_encoder() {

@@ -12,7 +12,9 @@ use std::cell::RefCell;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use agui_stream::{Config, Dialect, Error, Event, FrameInfo, Minting, Pipeline, Summary, encode};
+use agui_stream::{
+    Config, Dialect, Error, Event, FrameInfo, Pipeline, Summary, encode, legacy::Minting,
+};
 
 #[path = "../../examples/agui/canon.rs"]
 pub mod canon;

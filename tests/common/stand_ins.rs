@@ -1,7 +1,11 @@
 //! Comparing an event of a spilled frame with the same event read whole
 //! (shared with the `pipeline` fuzz target).
 
-use agui_stream::{JsonKind, Limits, RawJson, StandIns, json::MAX_DEPTH};
+use agui_stream::{
+    StandIns,
+    json::MAX_DEPTH,
+    json::{JsonKind, Limits, RawJson},
+};
 
 /// `small` (an encoded event with `stand_ins`) is `whole` but for its
 /// stand-ins, each the empty value of the kind `whole` has there (a run's

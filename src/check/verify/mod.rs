@@ -195,7 +195,7 @@ impl Detail {
 /// number of them (see [`Capacity::Owners`] for when one is missed).
 ///
 /// ```
-/// use agui_stream::{Dialect, Limits, decode, verify::Verifier};
+/// use agui_stream::{Dialect, decode, verify::Verifier, json::Limits};
 /// let mut verifier = Verifier::<8, 8, 256>::new(Dialect::V1);
 /// for json in [
 ///     r#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#,
@@ -1212,7 +1212,8 @@ const EMPTY: JsonStr<'static> = JsonStr::from_escaped(b"");
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Limits, decode};
+    use crate::decode;
+    use crate::input::json::Limits;
     extern crate std;
     use std::string::{String, ToString};
 
