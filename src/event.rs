@@ -3,7 +3,7 @@
 use core::fmt;
 
 use crate::check::schema::{self, Dialect, MAX_EVENT_FIELDS};
-use crate::event_type::{EventType, KEY_COUNT, Key};
+use crate::event_type::{EventType, Key};
 use crate::input::json::RawJson;
 use crate::string::JsonStr;
 
@@ -240,10 +240,10 @@ const NO_SLOT: u8 = u8::MAX;
 /// schema table, computed at compile time (an over-long table or a
 /// repeated key fails the build).
 #[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)] // const evaluation: an error is a build error
-const fn slot_tables(dialect: Dialect) -> [[u8; KEY_COUNT]; EventType::ALL.len()] {
-    let mut tables = [[NO_SLOT; KEY_COUNT]; EventType::ALL.len()];
+const fn slot_tables(dialect: Dialect) -> [[u8; Key::COUNT]; EventType::COUNT] {
+    let mut tables = [[NO_SLOT; Key::COUNT]; EventType::COUNT];
     let mut t = 0;
-    while t < EventType::ALL.len() {
+    while t < EventType::COUNT {
         let ty = EventType::ALL[t];
         assert!(ty as usize == t);
         let fields = schema::event_fields(dialect, ty);
@@ -260,8 +260,8 @@ const fn slot_tables(dialect: Dialect) -> [[u8; KEY_COUNT]; EventType::ALL.len()
     tables
 }
 
-static SLOTS_V1: [[u8; KEY_COUNT]; EventType::ALL.len()] = slot_tables(Dialect::V1);
-static SLOTS_V0: [[u8; KEY_COUNT]; EventType::ALL.len()] = slot_tables(Dialect::V0);
+static SLOTS_V1: [[u8; Key::COUNT]; EventType::COUNT] = slot_tables(Dialect::V1);
+static SLOTS_V0: [[u8; Key::COUNT]; EventType::COUNT] = slot_tables(Dialect::V0);
 
 impl fmt::Debug for Event<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -14,6 +14,15 @@ macro_rules! names {
             /// Every value, in declaration order.
             pub const ALL: &'static [$name] = &[$($name::$variant,)*];
 
+            /// How many values there are: the length of a per-value table.
+            pub const COUNT: usize = Self::ALL.len();
+
+            /// This value's position in [`ALL`](Self::ALL), below
+            /// [`COUNT`](Self::COUNT): an index into a per-value table.
+            pub const fn index(self) -> usize {
+                self as usize
+            }
+
             /// The name as it appears on the wire.
             pub const fn as_str(self) -> &'static str {
                 // Each name is converted once, at compile time.
@@ -235,15 +244,19 @@ names! {
     }
 }
 
-/// Number of [`Key`] values.
-pub const KEY_COUNT: usize = Key::ALL.len();
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn names_round_trip() {
+        for (i, t) in EventType::ALL.iter().enumerate() {
+            assert_eq!(t.index(), i);
+        }
+        for (i, k) in Key::ALL.iter().enumerate() {
+            assert_eq!(k.index(), i);
+        }
+        assert_eq!(EventType::COUNT, EventType::ALL.len());
         for &t in EventType::ALL {
             assert_eq!(EventType::from_bytes(t.as_str().as_bytes()), Some(t));
         }

@@ -78,7 +78,7 @@ pub use check::schema::{Dialect, SchemaError, SchemaProblem};
 pub use check::spilled::StandIns;
 pub use error::{Error, ErrorKind, Stage};
 pub use event::Event;
-pub use event_type::{EventType, KEY_COUNT, Key};
+pub use event_type::{EventType, Key};
 pub use output::encode::{
     BufferFull, FmtWriter, SliceWriter, Write, encode, encode_to_slice, write_str,
 };

@@ -147,7 +147,29 @@ pub struct FrameInfo {
 
 /// Receives events in stream order.
 ///
-/// Implemented for every `FnMut(&Event<'_>, &FrameInfo)`.
+/// Implemented for every `FnMut(&Event<'_>, &FrameInfo)`, which ignores
+/// violations (a monitoring pipeline still counts them in
+/// [`Summary::violations`]); a struct hears them too:
+///
+/// ```
+/// use agui_stream::{Config, Error, Event, FrameInfo, Pipeline, Policy, Sink};
+/// #[derive(Default)]
+/// struct Counts { events: usize, violations: Vec<String> }
+/// impl Sink for Counts {
+///     fn event(&mut self, _: &Event<'_>, _: &FrameInfo) { self.events += 1; }
+///     fn violation(&mut self, _: &Error, message: &dyn core::fmt::Display) {
+///         self.violations.push(message.to_string());
+///     }
+/// }
+/// let stream = b"data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n\
+///                data: {\"type\":\"TEXT_MESSAGE_END\",\"messageId\":\"m\"}\n\n";
+/// let mut buf = [0u8; 256];
+/// let mut pipeline = Pipeline::new(&mut buf, Config::new().policy(Policy::Monitor));
+/// let mut counts = Counts::default();
+/// pipeline.push(stream, &mut counts).unwrap();
+/// assert_eq!(counts.events, 1);
+/// assert_eq!(counts.violations.len(), 1); // the message was never started
+/// ```
 pub trait Sink {
     /// Called once per event that passed every stage, in order.
     fn event(&mut self, event: &Event<'_>, frame: &FrameInfo);
@@ -349,6 +371,13 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
 
     /// Reads `bytes`, delivering every event completed by them. After an
     /// error the pipeline stops: every later call returns the same error.
+    ///
+    /// # Errors
+    ///
+    /// The first [`Error`] that stops the pipeline: a violation under
+    /// [`Policy::Stop`], a capacity, or a frame too large for the buffer whose
+    /// verdict needs it. Under [`Policy::Monitor`] violations go to
+    /// [`Sink::violation`] instead.
     pub fn push<S: Sink + ?Sized>(&mut self, bytes: &[u8], sink: &mut S) -> Result<(), Error> {
         if let Some(e) = self.failed {
             return Err(e);
@@ -459,6 +488,11 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
     /// Ends the stream: an unterminated last frame is still decoded (as the
     /// reference does), and the summary says what was left open. With
     /// [`Config::strict_end`], an incomplete stream is an error.
+    ///
+    /// # Errors
+    ///
+    /// As [`push`](Self::push), for the last frame; [`ErrorKind::Incomplete`]
+    /// for an incomplete stream under [`Config::strict_end`].
     pub fn finish<S: Sink + ?Sized>(&mut self, sink: &mut S) -> Result<Summary, Error> {
         if let Some(e) = self.failed {
             return Err(e);

@@ -89,6 +89,10 @@ impl<'a> JsonStr<'a> {
     /// Decodes into `buf` as WTF-8 (UTF-8 that can also hold lone surrogates)
     /// and returns the written part. Fails with the needed length if `buf` is
     /// too small.
+    ///
+    /// # Errors
+    ///
+    /// [`BufferTooSmall`] with the length needed.
     pub fn unescape_into<'b>(&self, buf: &'b mut [u8]) -> Result<Unescaped<'b>, BufferTooSmall> {
         if let Some(plain) = self.as_str() {
             let dst = buf.get_mut(..plain.len()).ok_or(BufferTooSmall {

@@ -7,7 +7,7 @@ use crate::check::schema::{
     self, Dialect, Fault, Presence, SchemaError, SchemaProblem, Site, Verdict,
 };
 use crate::event::Event;
-use crate::event_type::{EventType, KEY_COUNT, Key};
+use crate::event_type::{EventType, Key};
 use crate::input::json::{self, JsonError, JsonKind, Limits, RawJson};
 use crate::string::JsonStr;
 
@@ -71,6 +71,12 @@ fn by_escaped_name<T>(name: JsonStr<'_>, lookup: fn(&[u8]) -> Option<T>) -> Opti
 /// let bad = decode(br#"{"type":"RUN_STARTED","threadId":1,"runId":"r"}"#, Dialect::V1, Limits::new());
 /// assert!(matches!(bad, Err(DecodeError::Schema(_))));
 /// ```
+///
+/// # Errors
+///
+/// [`DecodeError::Json`] if the payload is not JSON,
+/// [`DecodeError::Schema`] if it is not an acceptable event,
+/// [`DecodeError::Capacity`] if checking it needs more than a fixed budget.
 pub fn decode(
     payload: &[u8],
     dialect: Dialect,
@@ -79,7 +85,7 @@ pub fn decode(
     // Validation reports each member of the root object as it passes it:
     // the last value of each known name is kept, and nothing is walked
     // twice.
-    let mut values: [Option<RawJson<'_>>; KEY_COUNT] = [None; KEY_COUNT];
+    let mut values: [Option<RawJson<'_>>; Key::COUNT] = [None; Key::COUNT];
     json::validate_members(payload, limits, &mut |(ka, kb), (va, vb)| {
         let name = JsonStr::from_escaped(payload.get(ka..kb).unwrap_or_default());
         if let Some(slot) = by_name(name, Key::from_bytes).and_then(|k| values.get_mut(k as usize))

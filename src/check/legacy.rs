@@ -32,6 +32,19 @@ const ID_LEN: usize = 38;
 pub(crate) const REASONING_ROLE: RawJson<'static> = RawJson::exact(b"\"reasoning\"");
 
 /// The translator's state: the open span's and message's ids.
+///
+/// ```
+/// use agui_stream::legacy::{Minting, Translator};
+/// use agui_stream::{decode, Dialect, EventType, json::Limits};
+/// let mut t = Translator::new(Minting::Deterministic);
+/// let start = decode(br#"{"type":"THINKING_START"}"#, Dialect::V1, Limits::new())
+///     .unwrap()
+///     .unwrap();
+/// // V1 reads the legacy event as its reasoning counterpart, with a minted id.
+/// let translated = t.translate(&start).unwrap();
+/// assert_eq!(translated.event_type(), EventType::ReasoningStart);
+/// assert!(translated.message_id().is_some());
+/// ```
 #[derive(Clone, Debug)]
 pub struct Translator {
     minting: Minting,

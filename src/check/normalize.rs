@@ -335,6 +335,11 @@ impl<const LANES: usize, const B: usize> Normalizer<LANES, B> {
 
     /// Normalizes one event, passing the result (zero to three events) to
     /// `emit` in order.
+    ///
+    /// # Errors
+    ///
+    /// [`Stop::Chunk`] for a chunk that cannot be normalized (nothing is
+    /// changed), [`Stop::Downstream`] with the first error `emit` returns.
     pub fn process<E>(
         &mut self,
         event: &Event<'_>,

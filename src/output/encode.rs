@@ -18,6 +18,10 @@ use crate::string::{JsonStr, encode_wtf8};
 /// Where the encoder writes.
 pub trait Write {
     /// Appends `bytes`; fails if there is no room.
+    ///
+    /// # Errors
+    ///
+    /// [`BufferFull`] if there is no room for all of `bytes`.
     fn write_bytes(&mut self, bytes: &[u8]) -> Result<(), BufferFull>;
 }
 
@@ -111,6 +115,10 @@ impl Write for std::vec::Vec<u8> {
 /// let n = encode_to_slice(&ev, &mut buf).unwrap();
 /// assert_eq!(&buf[..n], br#"{"type":"TEXT_MESSAGE_END","messageId":"m1"}"#);
 /// ```
+///
+/// # Errors
+///
+/// [`BufferFull`] when `out` has no room left (what was written stays).
 pub fn encode<W: Write + ?Sized>(event: &Event<'_>, out: &mut W) -> Result<(), BufferFull> {
     let dialect = event.dialect();
     out.write_bytes(b"{\"type\":\"")?;
@@ -139,6 +147,10 @@ pub fn encode<W: Write + ?Sized>(event: &Event<'_>, out: &mut W) -> Result<(), B
 }
 
 /// [`encode`] into a slice; returns the length written.
+///
+/// # Errors
+///
+/// [`BufferFull`] if the event does not fit `buf`.
 pub fn encode_to_slice(event: &Event<'_>, buf: &mut [u8]) -> Result<usize, BufferFull> {
     let mut w = SliceWriter::new(buf);
     encode(event, &mut w)?;
@@ -269,6 +281,10 @@ pub(crate) fn write_any<W: Write + ?Sized>(v: RawJson<'_>, out: &mut W) -> Resul
 }
 
 /// Writes a string (with quotes) the way `JSON.stringify` does.
+///
+/// # Errors
+///
+/// [`BufferFull`] when `out` has no room left.
 pub fn write_str<W: Write + ?Sized>(s: JsonStr<'_>, out: &mut W) -> Result<(), BufferFull> {
     out.write_bytes(b"\"")?;
     if let Some(plain) = s.as_str() {

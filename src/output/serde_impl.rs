@@ -34,6 +34,10 @@ impl<'a> RawJson<'a> {
     /// let usage: Usage<'_> = first.deserialize().unwrap();
     /// assert_eq!((usage.model, usage.input_tokens), (Some("m"), Some(12)));
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// `serde_json_core`'s error if the value does not deserialize into `T`.
     pub fn deserialize<T: serde::Deserialize<'a>>(&self) -> Result<T, serde_json_core::de::Error> {
         serde_json_core::from_slice(self.as_bytes()).map(|(value, _)| value)
     }

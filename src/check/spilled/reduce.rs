@@ -59,7 +59,7 @@ const ROOT: u8 = 62;
 const ESCAPED: u8 = 61;
 /// No member.
 const NONE: u8 = u8::MAX;
-const _: () = assert!(crate::event_type::KEY_COUNT < ESCAPED as usize);
+const _: () = assert!(crate::event_type::Key::COUNT < ESCAPED as usize);
 
 /// Members no stage reads the content of (only their kind, which a
 /// stand-in keeps). `delta` of a tool call is read when its arguments are

@@ -252,6 +252,11 @@ fn skip_ws(src: &[u8], mut i: usize) -> usize {
 /// assert!(validate(br#" {"a":[1,2,{"b":null}]} "#, Limits::new()).is_ok());
 /// assert!(validate(br#"{"a":01}"#, Limits::new()).is_err());
 /// ```
+///
+/// # Errors
+///
+/// The first syntax error as V8 finds it, or [`JsonErrorKind::TooDeep`]
+/// past `limits`.
 pub fn validate(src: &[u8], limits: Limits) -> Result<(), JsonError> {
     validate_members(src, limits, &mut |_, _| {})
 }
@@ -667,6 +672,10 @@ impl<'a> RawJson<'a> {
     /// assert_eq!(v.kind(), JsonKind::Array);
     /// assert_eq!(v.as_bytes(), b"[1, true]");
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`validate`].
     pub fn parse(src: &'a [u8], limits: Limits) -> Result<Self, JsonError> {
         validate(src, limits)?;
         Ok(Self::trusted(src))
