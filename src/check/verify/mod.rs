@@ -165,8 +165,19 @@ struct Detail {
 }
 
 impl Detail {
-    /// Keeps `strs` for the message of `rule` and returns the violation.
-    fn reject(
+    /// The violation of `rule`, whose message needs no id.
+    fn reject(&mut self, event: &Event<'_>, rule: Rule) -> VResult {
+        self.reject_with(event, rule, "", [None; 4])
+    }
+
+    /// The violation of `rule`, whose message names `id`.
+    fn reject_id(&mut self, event: &Event<'_>, rule: Rule, id: JsonStr<'_>) -> VResult {
+        self.reject_with(event, rule, "", [Some(id), None, None, None])
+    }
+
+    /// The violation of `rule`; keeps `label` and `strs` (the ids the
+    /// rule's message shows, in the order [`Describe`] reads them).
+    fn reject_with(
         &mut self,
         event: &Event<'_>,
         rule: Rule,
@@ -480,8 +491,7 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
             Err(e) => {
                 self.detail.json = Some(e);
                 let rule = Rule::ToolCallArgs;
-                self.detail
-                    .reject(event, rule, "", [Some(id), None, None, None])
+                self.detail.reject_id(event, rule, id)
             }
         }
     }
@@ -549,7 +559,7 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
             return Ok(());
         }
         let owner_name = name_in(&self.names, &self.pool, owner);
-        self.detail.reject(
+        self.detail.reject_with(
             event,
             Rule::OwnerMismatch,
             label,
@@ -569,12 +579,7 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
         closes: bool,
     ) -> VResult {
         let Some(i) = self.find_open(kind, id) else {
-            return self.detail.reject(
-                event,
-                Rule::NotOpen(kind),
-                "",
-                [Some(id), None, None, None],
-            );
+            return self.detail.reject_id(event, Rule::NotOpen(kind), id);
         };
         if tag.is_some() {
             let owner = self.owner_of(owned, id);
@@ -675,28 +680,22 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
         let ty = event.event_type();
         match self.phase {
             RunPhase::Errored if ty != T::RunStarted => {
-                return self
-                    .detail
-                    .reject(event, Rule::AfterRunError, "", [None; 4]);
+                return self.detail.reject(event, Rule::AfterRunError);
             }
             RunPhase::Finished if ty != T::RunError && ty != T::RunStarted => {
-                return self
-                    .detail
-                    .reject(event, Rule::AfterRunFinished, "", [None; 4]);
+                return self.detail.reject(event, Rule::AfterRunFinished);
             }
             _ => {}
         }
         if !self.first_event {
             self.first_event = true;
             if ty != T::RunStarted && ty != T::RunError {
-                return self.detail.reject(event, Rule::FirstEvent, "", [None; 4]);
+                return self.detail.reject(event, Rule::FirstEvent);
             }
         } else if ty == T::RunStarted {
             match self.phase {
                 RunPhase::Active => {
-                    return self
-                        .detail
-                        .reject(event, Rule::RunStillActive, "", [None; 4]);
+                    return self.detail.reject(event, Rule::RunStillActive);
                 }
                 RunPhase::Finished | RunPhase::Errored => self.reset_run(),
                 RunPhase::NotStarted => {}
@@ -707,9 +706,7 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
         // other null checks here cannot fire: the schemas reject those
         // nulls first.)
         if event.passthrough_tag().is_some_and(|v| v.is_null()) {
-            return self
-                .detail
-                .reject(event, Rule::NullSubagentRunId, "", [None; 4]);
+            return self.detail.reject(event, Rule::NullSubagentRunId);
         }
         let tag = event.subagent_run_id();
         let v1 = self.dialect == Dialect::V1;
@@ -737,7 +734,7 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
                     let rule = Rule::AlreadyOpen(Entity::Step);
                     return self
                         .detail
-                        .reject(event, rule, "", [Some(name), tag, None, None]);
+                        .reject_with(event, rule, "", [Some(name), tag, None, None]);
                 }
                 self.push_open(Open::Entity(Entity::Step), name, owner)?;
             }
@@ -757,7 +754,7 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
                         ),
                         None => (Rule::NotOpen(Entity::Step), [Some(name), None, None, None]),
                     };
-                    return self.detail.reject(event, rule, "", strs);
+                    return self.detail.reject_with(event, rule, "", strs);
                 };
                 self.remove_open(i);
             }
@@ -856,9 +853,7 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
                         .map(|parent| (Rule::UnknownParentSubagent, parent))
                 };
                 if let Some((rule, s)) = rule {
-                    return self
-                        .detail
-                        .reject(event, rule, "", [Some(s), None, None, None]);
+                    return self.detail.reject_id(event, rule, s);
                 }
                 self.push_open(Open::Entity(Entity::Subagent), id, None)?;
             }
@@ -866,9 +861,7 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
                 let id = tag.unwrap_or(EMPTY);
                 let Some(i) = self.find_open(Entity::Subagent, id) else {
                     let rule = Rule::SubagentNotActive;
-                    return self
-                        .detail
-                        .reject(event, rule, "", [Some(id), None, None, None]);
+                    return self.detail.reject_id(event, rule, id);
                 };
                 let finished = Entry {
                     kind: Open::FinishedSubagent,
@@ -905,7 +898,7 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
                 ];
                 if let Some(&kind) = order.iter().find(|&&k| self.open_count(k) > 0) {
                     let rule = Rule::OpenAtRunFinished(kind);
-                    return self.detail.reject(event, rule, "", [None; 4]);
+                    return self.detail.reject(event, rule);
                 }
                 self.phase = RunPhase::Finished;
             }
@@ -918,7 +911,7 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
                     } else {
                         Rule::NoThinkingStep
                     };
-                    return self.detail.reject(event, rule, "", [None; 4]);
+                    return self.detail.reject(event, rule);
                 }
                 self.thinking_step = opens;
             }
@@ -931,13 +924,11 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
                     self.thinking_message = true;
                     return Ok(());
                 };
-                return self.detail.reject(event, rule, "", [None; 4]);
+                return self.detail.reject(event, rule);
             }
             T::ThinkingTextMessageContent | T::ThinkingTextMessageEnd => {
                 if !self.thinking_message {
-                    return self
-                        .detail
-                        .reject(event, Rule::NoThinkingMessage, "", [None; 4]);
+                    return self.detail.reject(event, Rule::NoThinkingMessage);
                 }
                 if ty == T::ThinkingTextMessageEnd {
                     self.thinking_message = false;
@@ -968,9 +959,7 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
     ) -> VResult {
         if self.find_open(kind, id).is_some() {
             let rule = Rule::AlreadyOpen(kind);
-            return self
-                .detail
-                .reject(event, rule, "", [Some(id), None, None, None]);
+            return self.detail.reject_id(event, rule, id);
         }
         let existing = self.owner_of(owned, id);
         self.check_owner(event, tag, existing, owned.label(), id)?;
@@ -984,9 +973,7 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
         let id = event.tool_call_id().unwrap_or(EMPTY);
         if self.find_open(Entity::ToolCall, id).is_some() {
             let rule = Rule::AlreadyOpen(Entity::ToolCall);
-            return self
-                .detail
-                .reject(event, rule, "", [Some(id), None, None, None]);
+            return self.detail.reject_id(event, rule, id);
         }
         let parent = event.parent_message_id();
         // A tool call belongs to the message that carries it.
@@ -1000,9 +987,12 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
                 OwnerOf::Known(po) if !self.same_owner(po, Some(t)) => {
                     let po_name = name_in(&self.names, &self.pool, po);
                     let rule = Rule::ParentOwnerMismatch;
-                    return self
-                        .detail
-                        .reject(event, rule, "", [Some(t), Some(p), po_name, None]);
+                    return self.detail.reject_with(
+                        event,
+                        rule,
+                        "",
+                        [Some(t), Some(p), po_name, None],
+                    );
                 }
                 OwnerOf::Forgotten if !self.lost_only(Some(t)) => {
                     return Err(capacity(Capacity::Owners));
@@ -1020,7 +1010,7 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
                     let eo_name = name_in(&self.names, &self.pool, eo);
                     let io_name = name_in(&self.names, &self.pool, io);
                     let rule = Rule::ToolCallParentConflict;
-                    return self.detail.reject(
+                    return self.detail.reject_with(
                         event,
                         rule,
                         "",
