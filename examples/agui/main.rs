@@ -23,6 +23,8 @@
 //! input since the last event and reads those members from the frame's
 //! bytes there.
 
+// The oracle's canonical form, shared with the tests.
+#[path = "../../tests/common/canon.rs"]
 mod canon;
 
 use std::cell::{Cell, RefCell};

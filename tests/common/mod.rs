@@ -16,7 +16,6 @@ use agui_stream::{
     Config, Dialect, Error, Event, FrameInfo, Pipeline, Summary, encode, legacy::Minting,
 };
 
-#[path = "../../examples/agui/canon.rs"]
 pub mod canon;
 pub mod stand_ins;
 
