@@ -157,7 +157,7 @@ pub struct FrameInfo {
 /// struct Counts { events: usize, violations: Vec<String> }
 /// impl Sink for Counts {
 ///     fn event(&mut self, _: &Event<'_>, _: &FrameInfo) { self.events += 1; }
-///     fn violation(&mut self, _: &Error, message: &dyn core::fmt::Display) {
+///     fn violation(&mut self, _: &Error, _: &FrameInfo, message: &dyn core::fmt::Display) {
 ///         self.violations.push(message.to_string());
 ///     }
 /// }
@@ -175,9 +175,11 @@ pub trait Sink {
     fn event(&mut self, event: &Event<'_>, frame: &FrameInfo);
 
     /// In [`Policy::Monitor`], called for each violation instead of
-    /// stopping; `message` is the reference's wording, ids included.
-    fn violation(&mut self, error: &Error, message: &dyn fmt::Display) {
-        let _ = (error, message);
+    /// stopping: `frame` is the frame it is about (`frame.original` false
+    /// for an event the pipeline synthesized), `message` the reference's
+    /// wording, ids included.
+    fn violation(&mut self, error: &Error, frame: &FrameInfo, message: &dyn fmt::Display) {
+        let _ = (error, frame, message);
     }
 }
 
@@ -364,6 +366,16 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         self.stages.config
     }
 
+    /// Bytes read so far: the stream offset of the next pushed byte.
+    pub fn offset(&self) -> u64 {
+        self.framer.offset()
+    }
+
+    /// Frames dispatched so far (the next frame's index).
+    pub fn frames(&self) -> u64 {
+        self.framer.frames()
+    }
+
     /// The verifier's state (what is open, where the run stands).
     pub fn verifier(&self) -> &Verifier<OPEN, OWNERS, ID_BYTES> {
         &self.stages.verifier
@@ -472,11 +484,20 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         };
         let policy = self.stages.config.policy;
         let violations = &mut self.stages.violations;
+        let info = FrameInfo {
+            index,
+            start,
+            end: frame.end,
+            terminated: frame.terminated,
+            original: true,
+            spilled: true,
+            stand_ins: StandIns::default(),
+        };
         match self.framer.spill_sink() {
             JsonState::Message(m, _) if matches!(e.kind, ErrorKind::Json(_)) => {
-                settle(policy, violations, sink, e, m)
+                settle(policy, violations, sink, e, &info, m)
             }
-            _ => settle(policy, violations, sink, e, &e.kind),
+            _ => settle(policy, violations, sink, e, &info, &e.kind),
         }
     }
 
@@ -606,6 +627,15 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
         json: &mut Option<V8Message>,
     ) -> Result<(), Error> {
         let policy = self.config.policy;
+        let mut info = FrameInfo {
+            index: frame.index,
+            start: frame.start,
+            end: frame.end,
+            terminated: frame.terminated,
+            original: true,
+            spilled: frame.spilled,
+            stand_ins,
+        };
         let decode_error = |e| {
             Error::from_decode(
                 e,
@@ -628,9 +658,9 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
                 let violations = &mut self.violations;
                 return match json {
                     Some(m) if matches!(e.kind, ErrorKind::Json(_)) => {
-                        settle(policy, violations, sink, e, m)
+                        settle(policy, violations, sink, e, &info, m)
                     }
-                    _ => settle(policy, violations, sink, e, &e.kind),
+                    _ => settle(policy, violations, sink, e, &info, &e.kind),
                 };
             }
         };
@@ -639,15 +669,6 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
             Dialect::V0 => None,
         };
         let event = translated.as_ref().unwrap_or(event);
-        let mut info = FrameInfo {
-            index: frame.index,
-            start: frame.start,
-            end: frame.end,
-            terminated: frame.terminated,
-            original: false,
-            spilled: frame.spilled,
-            stand_ins,
-        };
         let verifier = &mut self.verifier;
         let (events, violations) = (&mut self.events, &mut self.violations);
         let result = self.normalizer.process(event, |out| {
@@ -662,7 +683,14 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
                 }
                 Err(e) => {
                     let error = Error::from_verify(e, frame.index, frame.start);
-                    settle(policy, violations, sink, error, &verifier.describe(e))
+                    settle(
+                        policy,
+                        violations,
+                        sink,
+                        error,
+                        &info,
+                        &verifier.describe(e),
+                    )
                 }
             }
         });
@@ -672,7 +700,8 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
             Err(Stop::Chunk(c)) => {
                 let error = Error::from_chunk(c, frame.index, frame.start);
                 let message = self.normalizer.describe(c);
-                settle(policy, &mut self.violations, sink, error, &message)
+                info.original = true;
+                settle(policy, &mut self.violations, sink, error, &info, &message)
             }
         }
     }
@@ -685,13 +714,14 @@ fn settle<S: Sink + ?Sized>(
     violations: &mut u64,
     sink: &mut S,
     error: Error,
+    frame: &FrameInfo,
     message: &dyn fmt::Display,
 ) -> Result<(), Error> {
     match policy {
         Policy::Stop => Err(error),
         Policy::Monitor => {
             *violations = violations.saturating_add(1);
-            sink.violation(&error, message);
+            sink.violation(&error, frame, message);
             Ok(())
         }
     }
@@ -732,6 +762,19 @@ mod tests {
         // The whole state of a stream, ids included, in 4 KiB by default.
         assert!(default <= 4096, "{default}");
         assert!(small <= 2560, "{small}");
+    }
+
+    #[test]
+    fn the_pipeline_tells_where_it_stands() {
+        let stream = b"data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n: ping\n\ndata: {\"type\":\"STEP_STARTED\",\"stepName\":\"s\"}\n\ndata: {\"type";
+        let mut buf = [0u8; 64];
+        let mut p = Pipeline::new(&mut buf, Config::new());
+        let mut sink = |_: &Event<'_>, _: &FrameInfo| {};
+        let (a, b) = stream.split_at(70);
+        p.push(a, &mut sink).unwrap();
+        assert_eq!((p.offset(), p.frames()), (70, 1));
+        p.push(b, &mut sink).unwrap();
+        assert_eq!((p.offset(), p.frames()), (stream.len() as u64, 2));
     }
 
     /// What the default id storage holds, as README says.
@@ -844,7 +887,7 @@ mod tests {
         struct Heard(Vec<(Error, String)>);
         impl Sink for Heard {
             fn event(&mut self, _: &Event<'_>, _: &FrameInfo) {}
-            fn violation(&mut self, error: &Error, message: &dyn fmt::Display) {
+            fn violation(&mut self, error: &Error, _: &FrameInfo, message: &dyn fmt::Display) {
                 self.0.push((*error, message.to_string()));
             }
         }

@@ -1639,7 +1639,7 @@ fn monitor_after_owner_capacity_error_leaves_state_unchanged() {
         fn event(&mut self, event: &Event<'_>, _: &FrameInfo) {
             self.events.push(event.event_type().to_string());
         }
-        fn violation(&mut self, error: &Error, _: &dyn std::fmt::Display) {
+        fn violation(&mut self, error: &Error, _: &FrameInfo, _: &dyn std::fmt::Display) {
             self.violations.push((error.kind, error.frame));
         }
     }

@@ -23,7 +23,10 @@ impl Sink for Monitor {
     fn event(&mut self, event: &Event<'_>, _: &FrameInfo) {
         self.events.push(event.event_type().to_string());
     }
-    fn violation(&mut self, error: &Error, message: &dyn fmt::Display) {
+    fn violation(&mut self, error: &Error, frame: &FrameInfo, message: &dyn fmt::Display) {
+        // The frame the violation is about, as the error names it.
+        assert_eq!(frame.index, error.frame);
+        assert!(frame.start <= error.offset && error.offset < frame.end.max(frame.start + 1));
         self.violations
             .push((error.stage, error.frame, message.to_string()));
     }

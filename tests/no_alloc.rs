@@ -147,7 +147,7 @@ impl Sink for Encoding<'_> {
         }
     }
 
-    fn violation(&mut self, _: &Error, message: &dyn core::fmt::Display) {
+    fn violation(&mut self, _: &Error, _: &FrameInfo, message: &dyn core::fmt::Display) {
         self.violations += 1;
         let mut text = heapless::String::<512>::new();
         let _ = core::fmt::write(&mut text, format_args!("{message}"));

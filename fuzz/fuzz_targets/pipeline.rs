@@ -43,7 +43,8 @@ impl Sink for Record {
         self.0.push(Seen::Event(json, *frame));
     }
 
-    fn violation(&mut self, error: &Error, message: &dyn core::fmt::Display) {
+    fn violation(&mut self, error: &Error, frame: &FrameInfo, message: &dyn core::fmt::Display) {
+        assert_eq!(frame.index, error.frame, "a violation is told its frame");
         self.0.push(Seen::Violation(*error, message.to_string()));
     }
 }
