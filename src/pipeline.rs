@@ -43,7 +43,9 @@ pub enum Policy {
     /// Report each violation to [`Sink::violation`], skip the offending
     /// frame or event, and keep going: later events are verified against
     /// the state as it stands. A frame too large for the buffer is such a
-    /// violation too (a capacity one), and the stream goes on after it.
+    /// violation too (a capacity one), and the stream goes on after it. A
+    /// closure sink does not hear violations (they are only counted in
+    /// [`Summary::violations`]): implement [`Sink::violation`] for that.
     Monitor,
 }
 
