@@ -13,6 +13,7 @@ use crate::check::verify::Staged;
 use crate::check::verify::{Entity, RunPhase, Verifier, VerifyError};
 use crate::error::{Error, ErrorKind, Stage};
 use crate::event::Event;
+use crate::event_type::EventType;
 use crate::input::json::{JsonErrorKind, Limits, V8Message};
 use crate::input::sse::{Frame, SseError, SseField, SseFramer};
 
@@ -145,6 +146,11 @@ pub struct FrameInfo {
     /// not fit: the event shows them as empty values of the same kind (`""`,
     /// `{}`, `[]`); their content is in the stream's `start..end`.
     pub stand_ins: StandIns,
+    /// The type of the event the frame carried, before chunk expansion and
+    /// V1's translation (`None` for a frame that did not decode): a
+    /// TEXT_MESSAGE_CHUNK frame's START, CONTENT and END all say
+    /// TEXT_MESSAGE_CHUNK.
+    pub input_type: Option<EventType>,
 }
 
 /// Receives events in stream order.
@@ -494,6 +500,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             original: true,
             spilled: true,
             stand_ins: StandIns::default(),
+            input_type: None,
         };
         match self.framer.spill_sink() {
             JsonState::Message(m, _) if matches!(e.kind, ErrorKind::Json(_)) => {
@@ -637,6 +644,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
             original: true,
             spilled: frame.spilled,
             stand_ins,
+            input_type: None,
         };
         let decode_error = |e| {
             Error::from_decode(
@@ -666,6 +674,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
                 };
             }
         };
+        info.input_type = Some(event.event_type());
         let translated = match self.config.dialect {
             Dialect::V1 => self.translator.translate(event),
             Dialect::V0 => None,
@@ -764,6 +773,30 @@ mod tests {
         // The whole state of a stream, ids included, in 4 KiB by default.
         assert!(default <= 4096, "{default}");
         assert!(small <= 2560, "{small}");
+    }
+
+    #[test]
+    fn synthesized_events_tell_the_type_their_frame_carried() {
+        let stream = b"data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\ndata: {\"type\":\"TEXT_MESSAGE_CHUNK\",\"messageId\":\"m\",\"delta\":\"x\"}\n\ndata: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n";
+        let mut buf = [0u8; 64];
+        let mut p = Pipeline::new(&mut buf, Config::new());
+        let mut seen = Vec::new();
+        p.push(stream, &mut |ev: &Event<'_>, f: &FrameInfo| {
+            seen.push((f.index, ev.event_type(), f.input_type, f.original));
+        })
+        .unwrap();
+        use EventType as T;
+        let chunk = Some(T::TextMessageChunk);
+        assert_eq!(
+            seen,
+            [
+                (0, T::RunStarted, Some(T::RunStarted), true),
+                (1, T::TextMessageStart, chunk, false),
+                (1, T::TextMessageContent, chunk, false),
+                (2, T::TextMessageEnd, Some(T::RunFinished), false),
+                (2, T::RunFinished, Some(T::RunFinished), true),
+            ]
+        );
     }
 
     #[test]
