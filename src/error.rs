@@ -53,14 +53,17 @@ pub enum ErrorKind {
     Capacity(Capacity),
 }
 
-/// The pipeline stage an error comes from, named as the reference names it
-/// (plus `End` for a strict end-of-stream check).
+/// The pipeline stage an error comes from (plus `End` for a strict
+/// end-of-stream check). [`as_str`](Stage::as_str) names it as the
+/// reference does, which reports JSON syntax errors in its `sse` stage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
 pub enum Stage {
-    /// Framing and JSON parsing.
+    /// Framing.
     Sse,
+    /// JSON parsing.
+    Json,
     /// Event validation.
     Schema,
     /// Chunk normalization.
@@ -72,10 +75,11 @@ pub enum Stage {
 }
 
 impl Stage {
-    /// `"sse"`, `"schema"`, `"chunks"`, `"verify"` or `"end"`.
+    /// The reference's name: `"sse"` (for framing and JSON), `"schema"`,
+    /// `"chunks"`, `"verify"` or `"end"`.
     pub const fn as_str(self) -> &'static str {
         match self {
-            Stage::Sse => "sse",
+            Stage::Sse | Stage::Json => "sse",
             Stage::Schema => "schema",
             Stage::Chunks => "chunks",
             Stage::Verify => "verify",
@@ -112,7 +116,7 @@ impl Error {
                     }
                     _ => ErrorKind::Json(j),
                 },
-                stage: Stage::Sse,
+                stage: Stage::Json,
                 frame,
                 offset: stream_offset(payload, j.offset, payload_offset, frame_start),
             },
@@ -190,9 +194,12 @@ impl fmt::Display for Error {
 impl core::error::Error for Error {}
 
 impl fmt::Display for Stage {
-    /// As [`Stage::as_str`] names it.
+    /// As [`Stage::as_str`] names it, but `json` for JSON parsing.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        match self {
+            Stage::Json => f.write_str("json"),
+            _ => f.write_str(self.as_str()),
+        }
     }
 }
 

@@ -480,7 +480,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                     }
                     _ => ErrorKind::Json(error),
                 },
-                stage: Stage::Sse,
+                stage: Stage::Json,
                 frame: index,
                 offset: if first_line {
                     payload_offset.saturating_add(error.offset as u64)
@@ -868,7 +868,7 @@ mod tests {
                 &mut |_: &Event<'_>, _: &FrameInfo| {},
             )
             .unwrap_err();
-        assert_eq!(e.stage, crate::Stage::Sse);
+        assert_eq!(e.stage, crate::Stage::Json);
         assert_eq!((e.frame, e.offset), (0, 16));
     }
 

@@ -256,7 +256,7 @@ fn million_deep_snapshot_and_raw_event_are_depth_capacity_errors() {
                     "{name} {dialect:?} chunk {chunk}"
                 );
                 assert!(e.is_capacity());
-                assert_eq!(e.stage, Stage::Sse);
+                assert_eq!(e.stage, Stage::Json);
                 assert_eq!(e.frame, 1, "{name}");
                 assert_eq!(e.offset, payload_at + json_offset as u64, "{name}");
                 assert_eq!(out.events.len(), 1, "only RUN_STARTED was delivered");
@@ -750,7 +750,7 @@ fn invalid_utf8_at_every_byte_of_a_frame() {
                 Json => {
                     let e = out.err();
                     assert!(matches!(e.kind, ErrorKind::Json(_)), "{ctx}: {e:?}");
-                    assert_eq!((e.stage, e.frame), (Stage::Sse, 0), "{ctx}");
+                    assert_eq!((e.stage, e.frame), (Stage::Json, 0), "{ctx}");
                     assert!(
                         e.offset >= i as u64 && e.offset <= bad.len() as u64,
                         "{ctx}: offset {}",
@@ -926,7 +926,7 @@ fn truncation_at_every_byte_errs_only_in_the_cut_frame() {
                     }
                     Err(e) => {
                         assert_eq!(e.frame, cut, "{ctx}: {e:?}");
-                        assert_eq!(e.stage, Stage::Sse, "{ctx}: {e:?}");
+                        assert_eq!(e.stage, Stage::Json, "{ctx}: {e:?}");
                         // A syntax error where the cut text ends (V8 words
                         // it after what was due there): the offending byte
                         // is the end, or the frame's first byte for a
@@ -1172,7 +1172,7 @@ fn ten_thousand_digit_numbers() {
     // Leading zeros stay invalid however many there are.
     let e = run(&with_ts(&format!("0{nines}")), Config::new()).err();
     assert!(matches!(e.kind, ErrorKind::Json(_)));
-    assert_eq!(e.stage, Stage::Sse);
+    assert_eq!(e.stage, Stage::Json);
 }
 
 #[test]

@@ -169,7 +169,7 @@ fn verify_chunk_and_json_messages_match_the_reference_word_for_word() {
                 .expect_err("the oracle rejected this stream");
             assert!(matches!(
                 err.stage,
-                Stage::Verify | Stage::Chunks | Stage::Sse
+                Stage::Verify | Stage::Chunks | Stage::Json
             ));
             let message = p.message(&err).to_string();
             let units: Vec<u16> = message.encode_utf16().collect();

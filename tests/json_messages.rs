@@ -24,7 +24,7 @@ fn syntax_errors_read_as_v8_writes_them() {
         let e = p
             .push(frame.as_bytes(), &mut |_: &Event<'_>, _: &FrameInfo| {})
             .expect_err(&doc);
-        assert_eq!(e.stage, Stage::Sse, "{doc:?}");
+        assert_eq!(e.stage, Stage::Json, "{doc:?}");
         assert!(matches!(e.kind, ErrorKind::Json(_)), "{doc:?}: {e:?}");
         let got = p.message(&e).to_string();
         if got != want {
