@@ -193,11 +193,19 @@ impl Lane {
     }
 
     /// String `part` as JSON.
-    fn json<'p, const B: usize>(&self, pool: &'p Pool<B>, part: Part) -> Option<RawJson<'p>> {
+    fn json<'p, const LANE_BYTES: usize>(
+        &self,
+        pool: &'p Pool<LANE_BYTES>,
+        part: Part,
+    ) -> Option<RawJson<'p>> {
         Some(RawJson::trusted(pool.bytes(self.stored(part)?)))
     }
 
-    fn text<'p, const B: usize>(&self, pool: &'p Pool<B>, part: Part) -> Option<JsonStr<'p>> {
+    fn text<'p, const LANE_BYTES: usize>(
+        &self,
+        pool: &'p Pool<LANE_BYTES>,
+        part: Part,
+    ) -> Option<JsonStr<'p>> {
         let quoted = pool.bytes(self.stored(part)?);
         let inner = quoted.get(1..quoted.len().saturating_sub(1))?;
         Some(JsonStr::from_escaped(inner))
@@ -234,7 +242,7 @@ pub enum Stop<E> {
 }
 
 /// The chunk normalizer: at most `LANES` lanes, whose ids, owners, names
-/// and parents share `B` bytes (at most 255).
+/// and parents share `LANE_BYTES` bytes (at most 255).
 ///
 /// ```
 /// use agui_stream::{Dialect, EventType, decode, normalize::Normalizer, json::Limits};
@@ -248,18 +256,18 @@ pub enum Stop<E> {
 /// assert_eq!(types, [EventType::TextMessageStart, EventType::TextMessageContent]);
 /// ```
 #[derive(Clone, Debug)]
-pub struct Normalizer<const LANES: usize, const B: usize> {
+pub struct Normalizer<const LANES: usize, const LANE_BYTES: usize> {
     dialect: Dialect,
-    pool: Pool<B>,
+    pool: Pool<LANE_BYTES>,
     lanes: heapless::Vec<Lane, LANES>,
     /// Strings for the last error's message: id, incoming, established.
     detail: Kept<DETAIL_BYTES, 3>,
 }
 
-impl<const LANES: usize, const B: usize> Normalizer<LANES, B> {
+impl<const LANES: usize, const LANE_BYTES: usize> Normalizer<LANES, LANE_BYTES> {
     /// A normalizer with no open lane.
     pub const fn new(dialect: Dialect) -> Self {
-        const { assert!(B < 256, "lane strings are indexed by u8 lengths") };
+        const { assert!(LANE_BYTES < 256, "lane strings are indexed by u8 lengths") };
         Normalizer {
             dialect,
             pool: Pool::new(),
@@ -496,7 +504,7 @@ impl<const LANES: usize, const B: usize> Normalizer<LANES, B> {
             // The new lane's strings, quoted, in block order. A lane keyed
             // by this owner is closed first (its bytes come back), so its
             // owner is copied out of the pool before that.
-            let mut owner_copy = [0u8; B];
+            let mut owner_copy = [0u8; LANE_BYTES];
             let owner: Option<&[u8]> = match resolved {
                 LaneOwner::OfLane(i) => {
                     let stored = self.lanes.get(i).and_then(|l| l.stored(Part::Owner));
@@ -540,13 +548,17 @@ impl<const LANES: usize, const B: usize> Normalizer<LANES, B> {
                 .and_then(|i| self.lanes.get(i))
                 .map_or(0, |l| l.block().len());
             if need > self.pool.free().saturating_add(freed) {
-                let full = Capacity::IdBytes { capacity: B };
+                let full = Capacity::IdBytes {
+                    capacity: LANE_BYTES,
+                };
                 return Err(Stop::Chunk(ChunkError::Capacity(full)));
             }
             if let Some(i) = at {
                 self.close(i, emit)?;
             }
-            let full = Stop::Chunk(ChunkError::Capacity(Capacity::IdBytes { capacity: B }));
+            let full = Stop::Chunk(ChunkError::Capacity(Capacity::IdBytes {
+                capacity: LANE_BYTES,
+            }));
             let block = self.pool.alloc(&parts).map_err(|_| full)?;
             let mut starts = [0u16; 4];
             let mut at_byte = block.start();
@@ -659,7 +671,7 @@ impl<const LANES: usize, const B: usize> Normalizer<LANES, B> {
     }
 
     /// The reference's message for `error` (valid until the next event).
-    pub fn describe(&self, error: ChunkError) -> DescribeChunk<'_, LANES, B> {
+    pub fn describe(&self, error: ChunkError) -> DescribeChunk<'_, LANES, LANE_BYTES> {
         DescribeChunk {
             normalizer: self,
             error,
@@ -669,12 +681,14 @@ impl<const LANES: usize, const B: usize> Normalizer<LANES, B> {
 
 /// Renders a [`ChunkError`] in the reference's words.
 #[derive(Debug)]
-pub struct DescribeChunk<'n, const LANES: usize, const B: usize> {
-    normalizer: &'n Normalizer<LANES, B>,
+pub struct DescribeChunk<'n, const LANES: usize, const LANE_BYTES: usize> {
+    normalizer: &'n Normalizer<LANES, LANE_BYTES>,
     error: ChunkError,
 }
 
-impl<const LANES: usize, const B: usize> fmt::Display for DescribeChunk<'_, LANES, B> {
+impl<const LANES: usize, const LANE_BYTES: usize> fmt::Display
+    for DescribeChunk<'_, LANES, LANE_BYTES>
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let d = |i: usize| self.normalizer.detail.get(i);
         let empty = JsonStr::from_escaped(b"");

@@ -7,12 +7,14 @@ use super::*;
 /// Renders a [`VerifyError`] in the reference's words; see
 /// [`Verifier::describe`].
 #[derive(Debug)]
-pub struct Describe<'v, const N: usize, const O: usize, const B: usize> {
-    pub(super) verifier: &'v Verifier<N, O, B>,
+pub struct Describe<'v, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> {
+    pub(super) verifier: &'v Verifier<OPEN, OWNERS, ID_BYTES>,
     pub(super) error: VerifyError,
 }
 
-impl<const N: usize, const O: usize, const B: usize> fmt::Display for Describe<'_, N, O, B> {
+impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> fmt::Display
+    for Describe<'_, OPEN, OWNERS, ID_BYTES>
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let v = self.verifier;
         let (event, rule) = match self.error {

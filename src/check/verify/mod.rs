@@ -197,8 +197,8 @@ impl Detail {
     }
 }
 
-/// The lifecycle verifier: `N` open ids (and subagents), `O` owner records
-/// kept exactly, and `B` bytes of id storage that they share.
+/// The lifecycle verifier: `OPEN` open ids (and subagents), `OWNERS` owner records
+/// kept exactly, and `ID_BYTES` bytes of id storage that they share.
 ///
 /// Open ids and subagent names must fit (else [`Capacity::OpenIds`],
 /// [`Capacity::Subagents`] or [`Capacity::IdBytes`]); owner records take
@@ -219,15 +219,15 @@ impl Detail {
 /// }
 /// ```
 #[derive(Clone, Debug)]
-pub struct Verifier<const N: usize, const O: usize, const B: usize> {
+pub struct Verifier<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> {
     dialect: Dialect,
     /// The bytes of every id below.
-    pool: Pool<B>,
-    open: IdTable<Open, N>,
-    owners: Owners<O>,
+    pool: Pool<ID_BYTES>,
+    open: IdTable<Open, OPEN>,
+    owners: Owners<OWNERS>,
     /// Subagent ids owners and steps point at; indices stay valid for the
     /// run. Each records its rank among step owners (see `touch_step_owner`).
-    names: IdTable<Option<u16>, N>,
+    names: IdTable<Option<u16>, OPEN>,
     /// The parent agent's rank among step owners.
     parent_step_rank: Option<u16>,
     /// Step owners ranked so far in this run.
@@ -257,9 +257,9 @@ const fn capacity(c: Capacity) -> VerifyError {
 }
 
 /// The id of subagent `owner` (`None` for the parent agent).
-fn name_in<'p, const N: usize, const B: usize>(
-    names: &IdTable<Option<u16>, N>,
-    pool: &'p Pool<B>,
+fn name_in<'p, const OPEN: usize, const ID_BYTES: usize>(
+    names: &IdTable<Option<u16>, OPEN>,
+    pool: &'p Pool<ID_BYTES>,
     owner: Option<u16>,
 ) -> Option<JsonStr<'p>> {
     names
@@ -268,9 +268,9 @@ fn name_in<'p, const N: usize, const B: usize>(
 }
 
 /// Whether `id` of `kind` is open in `open` (its owner record must be kept).
-fn holds_open<const N: usize, const B: usize>(
-    open: &IdTable<Open, N>,
-    pool: &Pool<B>,
+fn holds_open<const OPEN: usize, const ID_BYTES: usize>(
+    open: &IdTable<Open, OPEN>,
+    pool: &Pool<ID_BYTES>,
     kind: Owned,
     id: JsonStr<'_>,
 ) -> bool {
@@ -283,7 +283,9 @@ fn holds_open<const N: usize, const B: usize>(
     }
 }
 
-impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
+impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
+    Verifier<OPEN, OWNERS, ID_BYTES>
+{
     /// A verifier for `dialect`, before any event.
     pub const fn new(dialect: Dialect) -> Self {
         Verifier {
@@ -351,7 +353,7 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
 
     /// Bytes of id storage in use (open ids, subagent ids, owner records).
     pub fn id_bytes(&self) -> usize {
-        B.saturating_sub(self.pool.free())
+        ID_BYTES.saturating_sub(self.pool.free())
     }
 
     fn reset_run(&mut self) {
@@ -387,7 +389,7 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
     fn make_room(&mut self, bytes: usize, entry: bool, all: bool) -> bool {
         let mut keep_open = true;
         loop {
-            if self.pool.free() >= bytes && (!entry || self.owners.len() < O) {
+            if self.pool.free() >= bytes && (!entry || self.owners.len() < OWNERS) {
                 return true;
             }
             let (open, pool) = (&self.open, &self.pool);
@@ -446,7 +448,7 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
         }
         // An open id outranks any owner record, even its own.
         if !self.make_room(id.raw().len(), false, true) {
-            return Err(capacity(Capacity::IdBytes { capacity: B }));
+            return Err(capacity(Capacity::IdBytes { capacity: ID_BYTES }));
         }
         Ok(())
     }
@@ -456,7 +458,7 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
         match self.open.push(&mut self.pool, id, Entry { kind, owner }) {
             Ok(_) => Ok(()),
             Err(Full::Entries) => Err(capacity(Capacity::OpenIds)),
-            Err(Full::Bytes) => Err(capacity(Capacity::IdBytes { capacity: B })),
+            Err(Full::Bytes) => Err(capacity(Capacity::IdBytes { capacity: ID_BYTES })),
         }
     }
 
@@ -506,7 +508,7 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
                     return Err(capacity(Capacity::Subagents));
                 }
                 if !self.make_room(tag.raw().len(), false, true) {
-                    return Err(capacity(Capacity::IdBytes { capacity: B }));
+                    return Err(capacity(Capacity::IdBytes { capacity: ID_BYTES }));
                 }
                 let entry = Entry {
                     kind: None,
@@ -517,7 +519,7 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
                     .map_err(|_| capacity(Capacity::Subagents))?
             }
         };
-        const { assert!(N <= u16::MAX as usize, "subagent indices are u16") };
+        const { assert!(OPEN <= u16::MAX as usize, "subagent indices are u16") };
         Ok(u16::try_from(i).ok())
     }
 
@@ -1096,7 +1098,7 @@ impl<const N: usize, const O: usize, const B: usize> Verifier<N, O, B> {
     }
 
     /// The reference's message for `error` (valid until the next event).
-    pub fn describe(&self, error: VerifyError) -> Describe<'_, N, O, B> {
+    pub fn describe(&self, error: VerifyError) -> Describe<'_, OPEN, OWNERS, ID_BYTES> {
         Describe {
             verifier: self,
             error,
