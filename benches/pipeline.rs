@@ -19,7 +19,7 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::process::Command;
 
-use agui_stream::sse::SseFramer;
+use agui_stream::sse::Framer;
 use agui_stream::{Config, Dialect, Event, FrameInfo, Pipeline, decode, json::Limits};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
@@ -79,7 +79,7 @@ fn split_frames(stream: &[u8]) -> impl Iterator<Item = &[u8]> {
 /// The payloads our framer finds in `stream` (pushed whole), to check
 /// [`split_frames`] against.
 fn payloads(stream: &[u8], buf: &mut [u8]) -> Vec<Vec<u8>> {
-    let mut framer = SseFramer::new(buf);
+    let mut framer = Framer::new(buf);
     let mut pos = 0;
     let mut out = Vec::new();
     while let Some(frame) = framer.feed(stream, &mut pos).expect("fits") {
@@ -103,7 +103,7 @@ fn run_pipeline(stream: &[u8], dialect: Dialect, buf: &mut [u8]) -> u64 {
 }
 
 fn run_framer(stream: &[u8], buf: &mut [u8]) -> u64 {
-    let mut framer = SseFramer::new(buf);
+    let mut framer = Framer::new(buf);
     let mut n = 0u64;
     for piece in stream.chunks(65536) {
         let mut pos = 0;
@@ -116,7 +116,7 @@ fn run_framer(stream: &[u8], buf: &mut [u8]) -> u64 {
 }
 
 fn run_decode(stream: &[u8], buf: &mut [u8]) -> u64 {
-    let mut framer = SseFramer::new(buf);
+    let mut framer = Framer::new(buf);
     let mut n = 0u64;
     for piece in stream.chunks(65536) {
         let mut pos = 0;

@@ -227,7 +227,7 @@ mod tests {
         is_error::<VerifyError>();
         is_error::<crate::BufferFull>();
         is_error::<crate::BufferTooSmall>();
-        is_error::<crate::sse::SseError>();
+        is_error::<crate::sse::Error>();
         let kinds = [
             ErrorKind::Chunk(ChunkError::Mismatch {
                 kind: LaneKind::Tool,

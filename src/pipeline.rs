@@ -15,7 +15,7 @@ use crate::error::{Error, ErrorKind, Stage};
 use crate::event::Event;
 use crate::event_type::EventType;
 use crate::input::json::{JsonErrorKind, Limits, V8Message};
-use crate::input::sse::{Frame, SseError, SseField, SseFramer};
+use crate::input::sse::{self, FieldValue, Frame, Framer};
 
 /// Default capacity of the verifier's open-id table (open text messages,
 /// tool calls, reasoning spans and messages, steps, and the run's
@@ -275,8 +275,8 @@ macro_rules! run_frame {
             // that the spill sink can be read.
             let frame = Frame {
                 payload: &[],
-                event: SseField::Absent,
-                id: SseField::Absent,
+                event: FieldValue::Absent,
+                id: FieldValue::Absent,
                 ..$frame
             };
             let len = $frame.payload.len();
@@ -333,7 +333,7 @@ pub struct Pipeline<
 > {
     /// Its spill sink keeps a spilling frame's state, or the last JSON
     /// error's message.
-    framer: SseFramer<'b, JsonState>,
+    framer: Framer<'b, JsonState>,
     stages: Stages<OPEN, OWNERS, ID_BYTES>,
     failed: Option<Error>,
 }
@@ -353,7 +353,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
     /// `Pipeline::<'_, 8, 16, 512>::with_capacity(buf, config)`.
     pub fn with_capacity(frame_buffer: &'b mut [u8], config: Config) -> Self {
         Pipeline {
-            framer: SseFramer::with_spill(
+            framer: Framer::with_spill(
                 frame_buffer,
                 JsonState::Message(V8Message::EMPTY, config.dialect),
             ),
@@ -446,7 +446,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             None => (None, start),
         };
         let too_large = sse_error(
-            SseError::FrameTooLarge {
+            sse::Error::FrameTooLarge {
                 offset: overflow_at,
                 capacity,
             },
@@ -740,9 +740,9 @@ fn settle<S: Sink + ?Sized>(
 
 /// The framer's error as the pipeline reports it (its offset is the first
 /// byte that did not fit).
-fn sse_error(e: SseError, frame: u64) -> Error {
+fn sse_error(e: sse::Error, frame: u64) -> Error {
     match e {
-        SseError::FrameTooLarge {
+        sse::Error::FrameTooLarge {
             offset: at,
             capacity,
         } => Error {

@@ -31,7 +31,7 @@ use std::cell::{Cell, RefCell};
 use std::io::{Read, Write as _};
 use std::process::ExitCode;
 
-use agui_stream::sse::SseFramer;
+use agui_stream::sse::Framer;
 use agui_stream::{
     Config, Dialect, Event, FrameInfo, Pipeline, encode, json::Limits, legacy::Minting,
     verify::Entity,
@@ -195,7 +195,7 @@ fn check(o: &Options) -> std::io::Result<()> {
 /// The payload of one SSE frame's bytes.
 fn payload_of(frame: &[u8]) -> Vec<u8> {
     let mut buf = vec![0u8; frame.len()];
-    let mut framer = SseFramer::new(&mut buf);
+    let mut framer = Framer::new(&mut buf);
     let mut pos = 0;
     if let Ok(Some(f)) = framer.feed(frame, &mut pos) {
         return f.payload.to_vec();

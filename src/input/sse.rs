@@ -1,6 +1,6 @@
 //! Incremental Server-Sent-Events framer (WHATWG `text/event-stream` parsing).
 //!
-//! [`SseFramer`] is fed the stream push by push (pull-style, like `httparse`) and hands out
+//! [`Framer`] is fed the stream push by push (pull-style, like `httparse`) and hands out
 //! one [`Frame`] per dispatched event. It never allocates: a frame that lies inside one
 //! push is returned as a slice of that push (zero-copy); only a frame that spans pushes, or
 //! one with several `data` lines to join, is copied into a buffer the caller provides.
@@ -11,17 +11,17 @@ use core::fmt;
 use memchr::{memchr, memchr2};
 
 /// Capacity in bytes of the inline storage for `event` and `id` values; longer values are
-/// reported as [`SseField::TooLong`].
+/// reported as [`FieldValue::TooLong`].
 pub const SSE_FIELD_CAPACITY: usize = 64;
 
 /// The UTF-8 byte order mark, skipped once at the very start of a stream.
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
-/// `SseFramer::bom` value once the BOM has been skipped or ruled out.
+/// `Framer::bom` value once the BOM has been skipped or ruled out.
 const BOM_DONE: u8 = 3;
 
 /// A field whose value is stored inline in the framer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SseField<'a> {
+pub enum FieldValue<'a> {
     /// The field was not set.
     Absent,
     /// The field's value.
@@ -30,21 +30,21 @@ pub enum SseField<'a> {
     TooLong,
 }
 
-impl<'a> SseField<'a> {
+impl<'a> FieldValue<'a> {
     /// The value, if it was set and fitted.
     #[must_use]
     pub const fn value(self) -> Option<&'a [u8]> {
         match self {
-            SseField::Value(v) => Some(v),
-            SseField::Absent | SseField::TooLong => None,
+            FieldValue::Value(v) => Some(v),
+            FieldValue::Absent | FieldValue::TooLong => None,
         }
     }
 }
 
-/// Error returned by [`SseFramer::feed`] and [`SseFramer::finish`].
+/// Error returned by [`Framer::feed`] and [`Framer::finish`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum SseError {
+pub enum Error {
     /// A frame's payload (or its unfinished part) does not fit the buffer.
     FrameTooLarge {
         /// Stream offset where the payload stopped fitting.
@@ -54,10 +54,10 @@ pub enum SseError {
     },
 }
 
-impl fmt::Display for SseError {
+impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SseError::FrameTooLarge { offset, capacity } => write!(
+            Error::FrameTooLarge { offset, capacity } => write!(
                 f,
                 "SSE frame too large: its payload exceeds the {capacity}-byte buffer at stream offset {offset}"
             ),
@@ -65,7 +65,7 @@ impl fmt::Display for SseError {
     }
 }
 
-impl core::error::Error for SseError {}
+impl core::error::Error for Error {}
 
 /// One dispatched event: a block of lines ended by a blank line, with at least one `data` line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,18 +85,18 @@ pub struct Frame<'a> {
     /// Stream byte offset of the first byte of the first data line's value (so a byte offset inside a
     /// single-line payload maps to `payload_offset + i`).
     pub payload_offset: u64,
-    /// `false` only for a frame dispatched by [`SseFramer::finish`] without its blank line.
+    /// `false` only for a frame dispatched by [`Framer::finish`] without its blank line.
     pub terminated: bool,
     /// Whether `payload` borrows the caller's input directly (zero-copy) or the framer's buffer.
     pub borrowed: bool,
     /// The payload did not fit the buffer and went, piece by piece, to the
-    /// framer's [`SpillSink`] ([`SseFramer::with_spill`]); `payload` is the
+    /// framer's [`SpillSink`] ([`Framer::with_spill`]); `payload` is the
     /// stand-in the sink left in the buffer (empty for a closure).
     pub spilled: bool,
     /// Value of the last `event:` field of this block.
-    pub event: SseField<'a>,
+    pub event: FieldValue<'a>,
     /// The last event ID (persists across frames until changed; an `id` value containing NUL is ignored).
-    pub id: SseField<'a>,
+    pub id: FieldValue<'a>,
 }
 
 /// What a framer hands its [`SpillSink`] when a payload does
@@ -114,7 +114,7 @@ pub enum Spill<'a> {
 }
 
 /// Where a framer puts a payload that outgrows its buffer
-/// ([`SseFramer::with_spill`]). While a payload spills, the framer's buffer
+/// ([`Framer::with_spill`]). While a payload spills, the framer's buffer
 /// is free: the sink may use it, and what it leaves at the start of it
 /// ([`end`](Self::end)) is the frame's [`payload`](Frame::payload), a
 /// stand-in for the payload that did not fit. Implemented for every
@@ -122,7 +122,7 @@ pub enum Spill<'a> {
 pub trait SpillSink {
     /// A payload stopped fitting at stream offset `offset`; its first
     /// bytes are `buf[..held]`. Returns false to refuse it (then the framer
-    /// reports [`SseError::FrameTooLarge`]).
+    /// reports [`Error::FrameTooLarge`]).
     fn begin(&mut self, offset: u64, buf: &mut [u8], held: usize) -> bool;
 
     /// The spilling payload's next bytes.
@@ -151,7 +151,7 @@ impl<F: FnMut(Spill<'_>) -> bool> SpillSink for F {
 }
 
 /// The default [`SpillSink`]: refuses, so a payload larger than the buffer
-/// is [`SseError::FrameTooLarge`].
+/// is [`Error::FrameTooLarge`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Refuse;
 
@@ -218,11 +218,11 @@ enum Stored {
 }
 
 impl Stored {
-    fn field(self, buf: &[u8; SSE_FIELD_CAPACITY]) -> SseField<'_> {
+    fn field(self, buf: &[u8; SSE_FIELD_CAPACITY]) -> FieldValue<'_> {
         match self {
-            Stored::Absent => SseField::Absent,
-            Stored::Len(n) => SseField::Value(buf.get(..usize::from(n)).unwrap_or_default()),
-            Stored::TooLong => SseField::TooLong,
+            Stored::Absent => FieldValue::Absent,
+            Stored::Len(n) => FieldValue::Value(buf.get(..usize::from(n)).unwrap_or_default()),
+            Stored::TooLong => FieldValue::TooLong,
         }
     }
 
@@ -294,10 +294,10 @@ struct FastBlock {
 /// is kept in the caller's buffer.
 ///
 /// ```
-/// use agui_stream::sse::{SseField, SseFramer};
+/// use agui_stream::sse::{FieldValue, Framer};
 ///
 /// let mut buf = [0u8; 64];
-/// let mut framer = SseFramer::new(&mut buf);
+/// let mut framer = Framer::new(&mut buf);
 /// let pushes: [&[u8]; 3] = [
 ///     b": keep-alive\n\nevent: delta\nid: 7\ndata: {\"a\"",
 ///     b":1}\n\ndata: one\ndata: two\r\n\r\ndata: {\"b\":2}\n\n",
@@ -311,7 +311,7 @@ struct FastBlock {
 ///                 // Spanned two pushes: copied into `buf`.
 ///                 assert_eq!(frame.payload, b"{\"a\":1}");
 ///                 assert!(!frame.borrowed);
-///                 assert_eq!(frame.event, SseField::Value(b"delta"));
+///                 assert_eq!(frame.event, FieldValue::Value(b"delta"));
 ///             }
 ///             // Two data lines, joined with '\n'.
 ///             1 => assert_eq!(frame.payload, b"one\ntwo"),
@@ -319,8 +319,8 @@ struct FastBlock {
 ///                 // Inside one push: zero-copy.
 ///                 assert_eq!(frame.payload, b"{\"b\":2}");
 ///                 assert!(frame.borrowed);
-///                 assert_eq!(frame.event, SseField::Absent); // `event` is per block
-///                 assert_eq!(frame.id, SseField::Value(b"7")); // `id` persists
+///                 assert_eq!(frame.event, FieldValue::Absent); // `event` is per block
+///                 assert_eq!(frame.id, FieldValue::Value(b"7")); // `id` persists
 ///             }
 ///         }
 ///     }
@@ -328,10 +328,10 @@ struct FastBlock {
 /// // End of stream: the last block had no blank line.
 /// let last = framer.finish()?.expect("pending frame");
 /// assert_eq!((last.payload, last.index, last.terminated), (&b"tail"[..], 3, false));
-/// # Ok::<(), agui_stream::sse::SseError>(())
+/// # Ok::<(), agui_stream::sse::Error>(())
 /// ```
 #[derive(Debug)]
-pub struct SseFramer<'b, S = Refuse> {
+pub struct Framer<'b, S = Refuse> {
     buf: &'b mut [u8],
     /// Takes a payload that outgrows `buf`.
     spill: S,
@@ -361,7 +361,7 @@ pub struct SseFramer<'b, S = Refuse> {
     id_b: [u8; SSE_FIELD_CAPACITY],
 }
 
-impl<'b> SseFramer<'b> {
+impl<'b> Framer<'b> {
     /// Creates a framer. `buf` holds only a frame that spans pushes (its payload so far);
     /// its length is the largest payload that can span pushes.
     #[must_use]
@@ -370,7 +370,7 @@ impl<'b> SseFramer<'b> {
     }
 }
 
-impl<'b, S: SpillSink> SseFramer<'b, S> {
+impl<'b, S: SpillSink> Framer<'b, S> {
     /// A framer that hands a payload larger than `buf` to `spill` as it
     /// arrives, instead of failing: first [`Spill::Begin`], then its bytes
     /// from the first one on; the frame is then dispatched with
@@ -378,7 +378,7 @@ impl<'b, S: SpillSink> SseFramer<'b, S> {
     /// performance knob, not a limit.
     ///
     /// ```
-    /// use agui_stream::sse::{Spill, SseFramer};
+    /// use agui_stream::sse::{Spill, Framer};
     /// let mut buf = [0u8; 4];
     /// let mut spilled = Vec::new();
     /// let sink = |s: Spill<'_>| {
@@ -387,7 +387,7 @@ impl<'b, S: SpillSink> SseFramer<'b, S> {
     ///     }
     ///     true
     /// };
-    /// let mut framer = SseFramer::with_spill(&mut buf, sink);
+    /// let mut framer = Framer::with_spill(&mut buf, sink);
     /// let mut frames = 0;
     /// for push in [&b"data: {\"a\""[..], b":1}\ndata: 2\n\ndata: {}\n\n"] {
     ///     let mut pos = 0;
@@ -399,11 +399,11 @@ impl<'b, S: SpillSink> SseFramer<'b, S> {
     /// drop(framer);
     /// assert_eq!(spilled, b"{\"a\":1}\n2");
     /// assert_eq!(frames, 2);
-    /// # Ok::<(), agui_stream::sse::SseError>(())
+    /// # Ok::<(), agui_stream::sse::Error>(())
     /// ```
     #[must_use]
     pub fn with_spill(buf: &'b mut [u8], spill: S) -> Self {
-        SseFramer {
+        Framer {
             buf,
             spill,
             len: 0,
@@ -458,14 +458,14 @@ impl<'b, S: SpillSink> SseFramer<'b, S> {
     ///
     /// # Errors
     ///
-    /// [`SseError::FrameTooLarge`] if a payload that must be copied does not fit the buffer (and
+    /// [`Error::FrameTooLarge`] if a payload that must be copied does not fit the buffer (and
     /// the [`SpillSink`] refuses it); the framer should not be used afterwards (except through
     /// [`finish`](Self::finish), which resets it).
     pub fn feed<'s>(
         &'s mut self,
         input: &'s [u8],
         pos: &mut usize,
-    ) -> Result<Option<Frame<'s>>, SseError> {
+    ) -> Result<Option<Frame<'s>>, Error> {
         let start = (*pos).min(input.len());
         let cur = Cursor {
             base: self.offset,
@@ -488,8 +488,8 @@ impl<'b, S: SpillSink> SseFramer<'b, S> {
     ///
     /// # Errors
     ///
-    /// [`SseError::FrameTooLarge`] if completing the pending data line overflows the buffer.
-    pub fn finish(&mut self) -> Result<Option<Frame<'_>>, SseError> {
+    /// [`Error::FrameTooLarge`] if completing the pending data line overflows the buffer.
+    pub fn finish(&mut self) -> Result<Option<Frame<'_>>, Error> {
         let out = self.finish_inner();
         self.reset();
         match out? {
@@ -510,12 +510,7 @@ impl<'b, S: SpillSink> SseFramer<'b, S> {
         self.frames
     }
 
-    fn run(
-        &mut self,
-        input: &[u8],
-        i: &mut usize,
-        cur: Cursor,
-    ) -> Result<Option<Dispatch>, SseError> {
+    fn run(&mut self, input: &[u8], i: &mut usize, cur: Cursor) -> Result<Option<Dispatch>, Error> {
         loop {
             let at = *i;
             let rest = input.get(at..).unwrap_or_default();
@@ -611,7 +606,7 @@ impl<'b, S: SpillSink> SseFramer<'b, S> {
         b: usize,
         eol: bool,
         cur: Cursor,
-    ) -> Result<(), SseError> {
+    ) -> Result<(), Error> {
         loop {
             match self.line {
                 Line::Start => {
@@ -683,7 +678,7 @@ impl<'b, S: SpillSink> SseFramer<'b, S> {
         b: usize,
         eol: bool,
         cur: Cursor,
-    ) -> Result<(), SseError> {
+    ) -> Result<(), Error> {
         self.line = Line::Value(field);
         match field {
             Field::Data if eol => return self.data_line(input, a, b, cur),
@@ -705,7 +700,7 @@ impl<'b, S: SpillSink> SseFramer<'b, S> {
         a: usize,
         b: usize,
         cur: Cursor,
-    ) -> Result<(), SseError> {
+    ) -> Result<(), Error> {
         let bytes = input.get(a..b).unwrap_or_default();
         match field {
             Field::Data => self.push_buf(bytes, cur.at(a)),
@@ -729,7 +724,7 @@ impl<'b, S: SpillSink> SseFramer<'b, S> {
     }
 
     /// A complete data line whose value is `input[a..b]`.
-    fn data_line(&mut self, input: &[u8], a: usize, b: usize, cur: Cursor) -> Result<(), SseError> {
+    fn data_line(&mut self, input: &[u8], a: usize, b: usize, cur: Cursor) -> Result<(), Error> {
         if self.mode == Mode::Empty {
             self.payload_offset = cur.at(a);
             self.mode = Mode::Borrowed { start: a, end: b };
@@ -740,7 +735,7 @@ impl<'b, S: SpillSink> SseFramer<'b, S> {
     }
 
     /// Starts a data line whose value goes to the buffer; its value starts at stream offset `at`.
-    fn open_data(&mut self, input: &[u8], at: u64, cur: Cursor) -> Result<(), SseError> {
+    fn open_data(&mut self, input: &[u8], at: u64, cur: Cursor) -> Result<(), Error> {
         match self.mode {
             Mode::Empty => {
                 self.payload_offset = at;
@@ -763,7 +758,7 @@ impl<'b, S: SpillSink> SseFramer<'b, S> {
         start: usize,
         end: usize,
         cur: Cursor,
-    ) -> Result<(), SseError> {
+    ) -> Result<(), Error> {
         self.len = 0;
         self.mode = Mode::Buffered;
         self.push_buf(input.get(start..end).unwrap_or_default(), cur.at(start))
@@ -772,7 +767,7 @@ impl<'b, S: SpillSink> SseFramer<'b, S> {
     /// Appends `bytes`, which start at stream offset `at`, to the payload:
     /// to the buffer while it fits, then to the spill sink.
     #[inline(always)]
-    fn push_buf(&mut self, bytes: &[u8], at: u64) -> Result<(), SseError> {
+    fn push_buf(&mut self, bytes: &[u8], at: u64) -> Result<(), Error> {
         let len = self.len;
         if !matches!(self.mode, Mode::Spilled)
             && let Some(end) = len.checked_add(bytes.len())
@@ -789,7 +784,7 @@ impl<'b, S: SpillSink> SseFramer<'b, S> {
     /// [`push_buf`](Self::push_buf) past the buffer.
     #[cold]
     #[inline(never)]
-    fn overflow(&mut self, bytes: &[u8], at: u64) -> Result<(), SseError> {
+    fn overflow(&mut self, bytes: &[u8], at: u64) -> Result<(), Error> {
         if matches!(self.mode, Mode::Spilled) {
             self.spill.bytes(bytes, self.buf);
             return Ok(());
@@ -798,7 +793,7 @@ impl<'b, S: SpillSink> SseFramer<'b, S> {
         let capacity = self.buf.len();
         let offset = at.saturating_add(capacity.saturating_sub(len) as u64);
         if !self.spill.begin(offset, self.buf, len) {
-            return Err(SseError::FrameTooLarge { offset, capacity });
+            return Err(Error::FrameTooLarge { offset, capacity });
         }
         self.spill.bytes(bytes, self.buf);
         self.len = 0;
@@ -807,12 +802,7 @@ impl<'b, S: SpillSink> SseFramer<'b, S> {
     }
 
     /// The line ends at `input[e]` (the CR or LF); dispatches on a blank line.
-    fn end_line(
-        &mut self,
-        input: &[u8],
-        e: usize,
-        cur: Cursor,
-    ) -> Result<Option<Dispatch>, SseError> {
+    fn end_line(&mut self, input: &[u8], e: usize, cur: Cursor) -> Result<Option<Dispatch>, Error> {
         match core::mem::replace(&mut self.line, Line::Start) {
             Line::Start => {
                 if self.mode == Mode::Empty {
@@ -839,7 +829,7 @@ impl<'b, S: SpillSink> SseFramer<'b, S> {
         input: &[u8],
         e: usize,
         cur: Cursor,
-    ) -> Result<(), SseError> {
+    ) -> Result<(), Error> {
         match field {
             Field::Data => return self.data_line(input, e, e, cur),
             Field::Event => self.event = Stored::Len(0),
@@ -885,7 +875,7 @@ impl<'b, S: SpillSink> SseFramer<'b, S> {
         d
     }
 
-    fn finish_inner(&mut self) -> Result<Option<Dispatch>, SseError> {
+    fn finish_inner(&mut self) -> Result<Option<Dispatch>, Error> {
         if self.bom > 0 && self.bom < BOM_DONE {
             // A partial BOM alone is a line with an unknown field name.
             self.line = Line::Skip;
@@ -964,11 +954,11 @@ mod tests {
         TooLong,
     }
 
-    fn own(f: SseField<'_>) -> F {
+    fn own(f: FieldValue<'_>) -> F {
         match f {
-            SseField::Absent => F::Absent,
-            SseField::Value(v) => F::V(v.to_vec()),
-            SseField::TooLong => F::TooLong,
+            FieldValue::Absent => F::Absent,
+            FieldValue::Value(v) => F::V(v.to_vec()),
+            FieldValue::TooLong => F::TooLong,
         }
     }
 
@@ -1003,9 +993,9 @@ mod tests {
         }
     }
 
-    fn run_pushes(pushes: &[&[u8]], cap: usize) -> Result<Vec<Rec>, SseError> {
+    fn run_pushes(pushes: &[&[u8]], cap: usize) -> Result<Vec<Rec>, Error> {
         let mut buf = vec![0u8; cap];
-        let mut fr = SseFramer::new(&mut buf);
+        let mut fr = Framer::new(&mut buf);
         let mut out = Vec::new();
         let mut total = 0u64;
         for p in pushes {
@@ -1061,7 +1051,7 @@ mod tests {
             }
             r
         };
-        let mut fr = SseFramer::with_spill(&mut buf, spill);
+        let mut fr = Framer::with_spill(&mut buf, spill);
         for p in pushes {
             let mut pos = 0;
             while let Some(f) = fr.feed(p, &mut pos).unwrap() {
@@ -1299,7 +1289,7 @@ mod tests {
     fn zero_copy_single_push() {
         let s = b": hi\nevent: a\ndata: one\n\nid: 5\ndata: two\r\n\r\ndata\n\ndata: {\"x\":1}\rdata: more\r\r: c\ndata: three\n\n";
         let mut buf = [0u8; 64];
-        let mut fr = SseFramer::new(&mut buf);
+        let mut fr = Framer::new(&mut buf);
         let mut pos = 0;
         let mut got = Vec::new();
         while let Some(f) = fr.feed(s, &mut pos).unwrap() {
@@ -1576,7 +1566,7 @@ mod tests {
         let err = run_pushes(&[b"data: hello", b" world\n\n"], 4).unwrap_err();
         assert_eq!(
             err,
-            SseError::FrameTooLarge {
+            Error::FrameTooLarge {
                 offset: 10,
                 capacity: 4
             }
@@ -1585,7 +1575,7 @@ mod tests {
         let err = run_pushes(&[b"data: hello\n", b"\n"], 4).unwrap_err();
         assert_eq!(
             err,
-            SseError::FrameTooLarge {
+            Error::FrameTooLarge {
                 offset: 10,
                 capacity: 4
             }
@@ -1601,14 +1591,14 @@ mod tests {
         let err = run_pushes(&[b"data: abcd\ndata", b": e\n\n"], 4).unwrap_err();
         assert_eq!(
             err,
-            SseError::FrameTooLarge {
+            Error::FrameTooLarge {
                 offset: 17,
                 capacity: 4
             }
         );
         // finish completing a data line can overflow too.
         let mut buf = [0u8; 2];
-        let mut fr = SseFramer::new(&mut buf);
+        let mut fr = Framer::new(&mut buf);
         let mut pos = 0;
         assert!(fr.feed(b"data: ab\ndata", &mut pos).unwrap().is_none());
         assert!(fr.finish().is_err());
@@ -1638,7 +1628,7 @@ mod tests {
     #[test]
     fn finish_resets_for_a_new_stream() {
         let mut buf = [0u8; 32];
-        let mut fr = SseFramer::new(&mut buf);
+        let mut fr = Framer::new(&mut buf);
         let mut pos = 0;
         assert!(
             fr.feed(b"id: 1\nevent: e\ndata: a", &mut pos)
@@ -1649,7 +1639,7 @@ mod tests {
         assert_eq!((f.payload, f.terminated, f.end), (&b"a"[..], false, 22));
         assert_eq!(
             (f.event, f.id),
-            (SseField::Value(b"e"), SseField::Value(b"1"))
+            (FieldValue::Value(b"e"), FieldValue::Value(b"1"))
         );
         assert_eq!((fr.offset(), fr.frames()), (0, 0));
         let mut pos = 0;
@@ -1658,14 +1648,14 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!((f.payload, f.index, f.start), (&b"b"[..], 0, 3));
-        assert_eq!((f.event, f.id), (SseField::Absent, SseField::Absent));
+        assert_eq!((f.event, f.id), (FieldValue::Absent, FieldValue::Absent));
         assert!(fr.finish().unwrap().is_none());
     }
 
     #[test]
     fn pos_past_end_and_resume() {
         let mut buf = [0u8; 8];
-        let mut fr = SseFramer::new(&mut buf);
+        let mut fr = Framer::new(&mut buf);
         let mut pos = 99;
         assert!(fr.feed(b"data: x\n\n", &mut pos).unwrap().is_none());
         assert_eq!((pos, fr.offset()), (9, 0));
@@ -1681,9 +1671,9 @@ mod tests {
 
     #[test]
     fn field_value_helper_and_display() {
-        assert_eq!(SseField::Value(b"a").value(), Some(&b"a"[..]));
-        assert_eq!(SseField::TooLong.value(), None);
-        let e = SseError::FrameTooLarge {
+        assert_eq!(FieldValue::Value(b"a").value(), Some(&b"a"[..]));
+        assert_eq!(FieldValue::TooLong.value(), None);
+        let e = Error::FrameTooLarge {
             offset: 7,
             capacity: 4,
         };
@@ -1697,7 +1687,7 @@ mod tests {
     fn fast_path_takes_one_line_lf_blocks_only() {
         let takes = |block: &[u8]| {
             let mut buf = [0u8; 64];
-            let mut framer = SseFramer::new(&mut buf);
+            let mut framer = Framer::new(&mut buf);
             let cur = Cursor { base: 0, start: 0 };
             let eol = memchr2(b'\n', b'\r', block).unwrap_or(block.len());
             framer
@@ -1721,7 +1711,7 @@ mod tests {
 
     #[test]
     fn framer_is_small() {
-        let size = core::mem::size_of::<SseFramer<'_>>();
+        let size = core::mem::size_of::<Framer<'_>>();
         assert!(size <= 200 + 3 * SSE_FIELD_CAPACITY, "{size}");
     }
 }
