@@ -84,7 +84,7 @@ pub use output::encode::{
 };
 pub use pipeline::{
     Config, DEFAULT_ID_BYTES, DEFAULT_OPEN_IDS, DEFAULT_OWNERS, FrameInfo, LANE_BYTES, LANES,
-    OpenCounts, Pipeline, Policy, Sink, Summary,
+    OpenCounts, Pipeline, Policy, Sink, Skipped, Summary,
 };
 pub use string::{BufferTooSmall, Chars, JsonStr, Unescaped};
 

@@ -2,6 +2,7 @@
 //! a sink.
 
 use core::fmt;
+use core::ops::ControlFlow;
 
 use crate::capacity::Capacity;
 use crate::check::decode::{DecodeError, decode};
@@ -15,7 +16,7 @@ use crate::error::{Error, ErrorKind, Stage};
 use crate::event::Event;
 use crate::event_type::EventType;
 use crate::input::json::{JsonErrorKind, Limits, V8Message};
-use crate::input::sse::{self, FieldValue, Frame, Framer};
+use crate::input::sse::{self, Block, FieldValue, Frame, Framer};
 
 /// Default capacity of the verifier's open-id table (open text messages,
 /// tool calls, reasoning spans and messages, steps, and the run's
@@ -153,20 +154,31 @@ pub struct FrameInfo {
     pub input_type: Option<EventType>,
 }
 
-/// Receives events in stream order.
+/// Receives events in stream order, and can push back.
 ///
-/// Implemented for every `FnMut(&Event<'_>, &FrameInfo)`, which ignores
-/// violations (a monitoring pipeline still counts them in
-/// [`Summary::violations`]); a struct hears them too:
+/// Each method returns [`ControlFlow`]: `Break` asks the pipeline to stop
+/// reading at the end of the current frame (a frame's events are delivered
+/// together: a chunk frame's START, CONTENT and END), and
+/// [`push`](Pipeline::push) returns how many bytes it read so that the
+/// caller pushes the rest later — when its writer has room, say.
+///
+/// Implemented for every `FnMut(&Event<'_>, &FrameInfo)`, which never
+/// pushes back and ignores violations (a monitoring pipeline still counts
+/// them in [`Summary::violations`]); a struct hears them too:
 ///
 /// ```
+/// use core::ops::ControlFlow;
 /// use agui_stream::{Config, Error, Event, FrameInfo, Pipeline, Policy, Sink};
 /// #[derive(Default)]
 /// struct Counts { events: usize, violations: Vec<String> }
 /// impl Sink for Counts {
-///     fn event(&mut self, _: &Event<'_>, _: &FrameInfo) { self.events += 1; }
-///     fn violation(&mut self, _: &Error, _: &FrameInfo, message: &dyn core::fmt::Display) {
+///     fn event(&mut self, _: &Event<'_>, _: &FrameInfo) -> ControlFlow<()> {
+///         self.events += 1;
+///         ControlFlow::Continue(())
+///     }
+///     fn violation(&mut self, _: &Error, _: &FrameInfo, message: &dyn core::fmt::Display) -> ControlFlow<()> {
 ///         self.violations.push(message.to_string());
+///         ControlFlow::Continue(())
 ///     }
 /// }
 /// let stream = b"data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n\
@@ -178,23 +190,79 @@ pub struct FrameInfo {
 /// assert_eq!(counts.events, 1);
 /// assert_eq!(counts.violations.len(), 1); // the message was never started
 /// ```
+///
+/// Pushing back, one frame at a time:
+///
+/// ```
+/// use core::ops::ControlFlow;
+/// use agui_stream::{Config, Event, FrameInfo, Pipeline, Sink};
+/// struct OneFrame(Vec<u64>);
+/// impl Sink for OneFrame {
+///     fn event(&mut self, _: &Event<'_>, frame: &FrameInfo) -> ControlFlow<()> {
+///         self.0.push(frame.index);
+///         ControlFlow::Break(()) // e.g. "my output buffer is full"
+///     }
+/// }
+/// let stream = b"data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n\
+///                data: {\"type\":\"STEP_STARTED\",\"stepName\":\"s\"}\n\n";
+/// let mut buf = [0u8; 256];
+/// let mut pipeline = Pipeline::new(&mut buf, Config::new());
+/// let mut sink = OneFrame(Vec::new());
+/// let read = pipeline.push(stream, &mut sink)?;
+/// assert_eq!((read, &sink.0[..]), (57, &[0][..])); // the first frame
+/// let rest = pipeline.push(&stream[read..], &mut sink)?;
+/// assert_eq!((read + rest, &sink.0[..]), (stream.len(), &[0, 1][..]));
+/// # Ok::<(), agui_stream::Error>(())
+/// ```
 pub trait Sink {
     /// Called once per event that passed every stage, in order.
-    fn event(&mut self, event: &Event<'_>, frame: &FrameInfo);
+    fn event(&mut self, event: &Event<'_>, frame: &FrameInfo) -> ControlFlow<()>;
 
     /// In [`Policy::Monitor`], called for each violation instead of
     /// stopping: `frame` is the frame it is about (`frame.original` false
     /// for an event the pipeline synthesized), `message` the reference's
     /// wording, ids included.
-    fn violation(&mut self, error: &Error, frame: &FrameInfo, message: &dyn fmt::Display) {
+    fn violation(
+        &mut self,
+        error: &Error,
+        frame: &FrameInfo,
+        message: &dyn fmt::Display,
+    ) -> ControlFlow<()> {
         let _ = (error, frame, message);
+        ControlFlow::Continue(())
+    }
+
+    /// Input that carries no event: a block without data (a `: ping`
+    /// keep-alive a gateway forwards) or a frame the dialect ignores.
+    fn skipped(&mut self, skipped: &Skipped) -> ControlFlow<()> {
+        let _ = skipped;
+        ControlFlow::Continue(())
     }
 }
 
 impl<F: FnMut(&Event<'_>, &FrameInfo)> Sink for F {
-    fn event(&mut self, event: &Event<'_>, frame: &FrameInfo) {
-        self(event, frame)
+    fn event(&mut self, event: &Event<'_>, frame: &FrameInfo) -> ControlFlow<()> {
+        self(event, frame);
+        ControlFlow::Continue(())
     }
+}
+
+/// What [`Sink::skipped`] hears about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum Skipped {
+    /// Stream bytes `start..end` are a block of lines without `data`
+    /// ([`sse::Block::NoData`]): comments, `id:`, `event:` or `retry:`
+    /// fields, ended by a blank line.
+    NoData {
+        /// Stream offset of the block's first byte.
+        start: u64,
+        /// Stream offset just past its blank line.
+        end: u64,
+    },
+    /// A frame whose event the dialect ignores (V1: an unknown `type`).
+    Ignored(FrameInfo),
 }
 
 /// What is still open when open-ended things are counted at the end.
@@ -389,8 +457,11 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         &self.stages.verifier
     }
 
-    /// Reads `bytes`, delivering every event completed by them. After an
-    /// error the pipeline stops: every later call returns the same error.
+    /// Reads `bytes`, delivering every event completed by them, and returns
+    /// how many it read: all of them, unless the sink pushed back
+    /// ([`ControlFlow::Break`]); then it stopped at the end of that frame
+    /// and the caller pushes the rest later. After an error the pipeline
+    /// stops: every later call returns the same error.
     ///
     /// # Errors
     ///
@@ -398,20 +469,26 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
     /// [`Policy::Stop`], a capacity, or a frame too large for the buffer whose
     /// verdict needs it. Under [`Policy::Monitor`] violations go to
     /// [`Sink::violation`] instead.
-    pub fn push<S: Sink + ?Sized>(&mut self, bytes: &[u8], sink: &mut S) -> Result<(), Error> {
+    pub fn push<S: Sink + ?Sized>(&mut self, bytes: &[u8], sink: &mut S) -> Result<usize, Error> {
         if let Some(e) = self.failed {
             return Err(e);
         }
         let mut pos = 0;
         loop {
             let frames_before = self.framer.frames();
-            let frame = match self.framer.feed(bytes, &mut pos) {
-                Ok(Some(frame)) => frame,
-                Ok(None) => return Ok(()),
+            let flow = match self.framer.feed_block(bytes, &mut pos) {
+                Ok(Some(Block::Frame(frame))) => match run_frame!(self, frame, sink) {
+                    Ok(flow) => flow,
+                    Err(e) => return Err(self.stop(e)),
+                },
+                Ok(Some(Block::NoData { start, end })) => {
+                    sink.skipped(&Skipped::NoData { start, end })
+                }
+                Ok(None) => return Ok(pos),
                 Err(e) => return Err(self.stop(sse_error(e, frames_before))),
             };
-            if let Err(e) = run_frame!(self, frame, sink) {
-                return Err(self.stop(e));
+            if flow.is_break() {
+                return Ok(pos);
             }
         }
     }
@@ -428,7 +505,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         frame: Frame<'_>,
         len: usize,
         sink: &mut S,
-    ) -> Result<(), Error> {
+    ) -> Result<ControlFlow<()>, Error> {
         let (index, start, payload_offset) = (frame.index, frame.start, frame.payload_offset);
         let capacity = self.framer.capacity();
         let (verdict, message) = match self.framer.spill_sink() {
@@ -634,7 +711,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
         staged: Option<Staged<'_>>,
         sink: &mut S,
         json: &mut Option<V8Message>,
-    ) -> Result<(), Error> {
+    ) -> Result<ControlFlow<()>, Error> {
         let policy = self.config.policy;
         let mut info = FrameInfo {
             index: frame.index,
@@ -662,7 +739,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
         }
         let event = match &decoded {
             Ok(Some(event)) => event,
-            Ok(None) => return Ok(()),
+            Ok(None) => return Ok(sink.skipped(&Skipped::Ignored(info))),
             Err(e) => {
                 let e = decode_error(*e);
                 let violations = &mut self.violations;
@@ -682,37 +759,38 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
         let event = translated.as_ref().unwrap_or(event);
         let verifier = &mut self.verifier;
         let (events, violations) = (&mut self.events, &mut self.violations);
+        // A frame's events go out together: a push-back takes effect after
+        // the last of them.
+        let mut flow = ControlFlow::Continue(());
         let result = self.normalizer.process(event, |out| {
             // Only a decoded event carries its object; synthesized and
             // translated ones are built field by field.
             info.original = out.object().is_some();
-            match verifier.check_staged(out, staged.filter(|_| info.original)) {
+            let step = match verifier.check_staged(out, staged.filter(|_| info.original)) {
                 Ok(()) => {
                     *events = events.saturating_add(1);
-                    sink.event(out, &info);
-                    Ok(())
+                    sink.event(out, &info)
                 }
                 Err(e) => {
                     let error = Error::from_verify(e, frame.index, frame.start);
-                    settle(
-                        policy,
-                        violations,
-                        sink,
-                        error,
-                        &info,
-                        &verifier.describe(e),
-                    )
+                    let message = verifier.describe(e);
+                    settle(policy, violations, sink, error, &info, &message)?
                 }
+            };
+            if step.is_break() {
+                flow = step;
             }
+            Ok(())
         });
         match result {
-            Ok(()) => Ok(()),
+            Ok(()) => Ok(flow),
             Err(Stop::Downstream(e)) => Err(e),
             Err(Stop::Chunk(c)) => {
                 let error = Error::from_chunk(c, frame.index, frame.start);
                 let message = self.normalizer.describe(c);
                 info.original = true;
-                settle(policy, &mut self.violations, sink, error, &info, &message)
+                let step = settle(policy, &mut self.violations, sink, error, &info, &message)?;
+                Ok(if step.is_break() { step } else { flow })
             }
         }
     }
@@ -727,13 +805,12 @@ fn settle<S: Sink + ?Sized>(
     error: Error,
     frame: &FrameInfo,
     message: &dyn fmt::Display,
-) -> Result<(), Error> {
+) -> Result<ControlFlow<()>, Error> {
     match policy {
         Policy::Stop => Err(error),
         Policy::Monitor => {
             *violations = violations.saturating_add(1);
-            sink.violation(&error, frame, message);
-            Ok(())
+            Ok(sink.violation(&error, frame, message))
         }
     }
 }
@@ -881,7 +958,7 @@ mod tests {
         let (a, b) = frame.split_at(40);
         let e = p
             .push(a, &mut sink)
-            .and_then(|()| p.push(b, &mut sink))
+            .and_then(|_| p.push(b, &mut sink))
             .unwrap_err();
         assert!(e.is_capacity());
         assert_eq!(
@@ -921,9 +998,17 @@ mod tests {
         use std::string::{String, ToString};
         struct Heard(Vec<(Error, String)>);
         impl Sink for Heard {
-            fn event(&mut self, _: &Event<'_>, _: &FrameInfo) {}
-            fn violation(&mut self, error: &Error, _: &FrameInfo, message: &dyn fmt::Display) {
+            fn event(&mut self, _: &Event<'_>, _: &FrameInfo) -> ControlFlow<()> {
+                ControlFlow::Continue(())
+            }
+            fn violation(
+                &mut self,
+                error: &Error,
+                _: &FrameInfo,
+                message: &dyn fmt::Display,
+            ) -> ControlFlow<()> {
                 self.0.push((*error, message.to_string()));
+                ControlFlow::Continue(())
             }
         }
         let start = "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n";

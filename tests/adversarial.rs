@@ -9,6 +9,7 @@
 mod common;
 
 use common::{RUN_FINISHED, RUN_STARTED, end, sse, start};
+use std::ops::ControlFlow;
 
 use std::fmt::Write as _;
 
@@ -41,7 +42,11 @@ fn first_error(stream: &[u8], buffer: usize, piece: usize) -> (Error, String) {
     let mut pipeline = Pipeline::new(&mut buf, Config::new());
     let e = stream
         .chunks(piece)
-        .try_for_each(|p| pipeline.push(p, &mut |_: &Event<'_>, _: &FrameInfo| {}))
+        .try_for_each(|p| {
+            pipeline
+                .push(p, &mut |_: &Event<'_>, _: &FrameInfo| {})
+                .map(drop)
+        })
         .expect_err("the stream fails");
     let message = pipeline.message(&e).to_string();
     (e, message)
@@ -108,16 +113,16 @@ fn run_with<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>(
     };
     let mut result = Ok(());
     if chunk == 0 {
-        result = pipeline.push(stream, &mut sink);
+        result = pipeline.push(stream, &mut sink).map(drop);
     } else {
         for piece in stream.chunks(chunk) {
-            result = pipeline.push(piece, &mut sink);
+            result = pipeline.push(piece, &mut sink).map(drop);
             if result.is_err() {
                 break;
             }
         }
     }
-    let result = result.and_then(|()| pipeline.finish(&mut sink));
+    let result = result.and_then(|_| pipeline.finish(&mut sink));
     // A rendered message never panics, whatever the error.
     if let Err(e) = &result {
         let _ = pipeline.message(e).to_string();
@@ -613,8 +618,8 @@ fn ten_megabyte_frame_through_a_small_buffer_is_checked_as_it_streams() {
         let mut sink = |_: &Event<'_>, _: &FrameInfo| {};
         let result = stream
             .chunks(PIECE.min(stream.len() - 100))
-            .try_for_each(|piece| pipeline.push(piece, &mut sink))
-            .and_then(|()| pipeline.finish(&mut sink));
+            .try_for_each(|piece| pipeline.push(piece, &mut sink).map(drop))
+            .and_then(|_| pipeline.finish(&mut sink));
         drop(pipeline);
         assert_eq!(result.unwrap().events, 3);
         if fits {
@@ -1636,11 +1641,18 @@ fn monitor_after_owner_capacity_error_leaves_state_unchanged() {
         violations: Vec<(ErrorKind, u64)>,
     }
     impl Sink for Log {
-        fn event(&mut self, event: &Event<'_>, _: &FrameInfo) {
+        fn event(&mut self, event: &Event<'_>, _: &FrameInfo) -> ControlFlow<()> {
             self.events.push(event.event_type().to_string());
+            ControlFlow::Continue(())
         }
-        fn violation(&mut self, error: &Error, _: &FrameInfo, _: &dyn std::fmt::Display) {
+        fn violation(
+            &mut self,
+            error: &Error,
+            _: &FrameInfo,
+            _: &dyn std::fmt::Display,
+        ) -> ControlFlow<()> {
             self.violations.push((error.kind, error.frame));
+            ControlFlow::Continue(())
         }
     }
     // One owner record: m1's pushes out m0's (owned by s), and m0 reopened

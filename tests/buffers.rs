@@ -43,8 +43,8 @@ fn run(stream: &[u8], dialect: Dialect, buffer: usize, push: usize) -> Run {
     };
     let verdict = stream
         .chunks(push.max(1))
-        .try_for_each(|piece| p.push(piece, &mut sink))
-        .and_then(|()| p.finish(&mut sink).map(|_| ()));
+        .try_for_each(|piece| p.push(piece, &mut sink).map(drop))
+        .and_then(|_| p.finish(&mut sink).map(|_| ()));
     let verdict = verdict.map_err(|e| (e, p.message(&e).to_string()));
     (events, verdict)
 }

@@ -4,6 +4,7 @@
 mod common;
 
 use std::fmt;
+use std::ops::ControlFlow;
 
 use common::{RUN_FINISHED, RUN_STARTED, end, sse, start};
 
@@ -20,15 +21,22 @@ struct Monitor {
 }
 
 impl Sink for Monitor {
-    fn event(&mut self, event: &Event<'_>, _: &FrameInfo) {
+    fn event(&mut self, event: &Event<'_>, _: &FrameInfo) -> ControlFlow<()> {
         self.events.push(event.event_type().to_string());
+        ControlFlow::Continue(())
     }
-    fn violation(&mut self, error: &Error, frame: &FrameInfo, message: &dyn fmt::Display) {
+    fn violation(
+        &mut self,
+        error: &Error,
+        frame: &FrameInfo,
+        message: &dyn fmt::Display,
+    ) -> ControlFlow<()> {
         // The frame the violation is about, as the error names it.
         assert_eq!(frame.index, error.frame);
         assert!(frame.start <= error.offset && error.offset < frame.end.max(frame.start + 1));
         self.violations
             .push((error.stage, error.frame, message.to_string()));
+        ControlFlow::Continue(())
     }
 }
 

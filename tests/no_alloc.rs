@@ -9,6 +9,7 @@ mod common;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agui_stream::{
@@ -101,8 +102,8 @@ fn whole_streams_go_through_without_allocating() {
                 // Pushes of 61 bytes: frames span pushes and go through the buffer.
                 let verdict = stream
                     .chunks(61)
-                    .try_for_each(|piece| pipeline.push(piece, &mut sink))
-                    .and_then(|()| pipeline.finish(&mut sink).map(|_| ()));
+                    .try_for_each(|piece| pipeline.push(piece, &mut sink).map(drop))
+                    .and_then(|_| pipeline.finish(&mut sink).map(|_| ()));
                 if let Err(e) = verdict {
                     // Rendering the reference's message allocates nothing either.
                     let mut text = heapless::String::<512>::new();
@@ -139,17 +140,24 @@ struct Encoding<'o> {
 }
 
 impl Sink for Encoding<'_> {
-    fn event(&mut self, event: &Event<'_>, frame: &FrameInfo) {
+    fn event(&mut self, event: &Event<'_>, frame: &FrameInfo) -> ControlFlow<()> {
         self.events += 1;
         self.stand_ins += usize::from(!frame.stand_ins.is_empty());
         if encode(event, &mut SliceWriter::new(self.out)).is_err() {
             self.too_large += 1;
         }
+        ControlFlow::Continue(())
     }
 
-    fn violation(&mut self, _: &Error, _: &FrameInfo, message: &dyn core::fmt::Display) {
+    fn violation(
+        &mut self,
+        _: &Error,
+        _: &FrameInfo,
+        message: &dyn core::fmt::Display,
+    ) -> ControlFlow<()> {
         self.violations += 1;
         let mut text = heapless::String::<512>::new();
         let _ = core::fmt::write(&mut text, format_args!("{message}"));
+        ControlFlow::Continue(())
     }
 }

@@ -33,8 +33,8 @@ fn run(stream: &[u8], dialect: Dialect, buffer: usize, piece: usize) -> Run {
     };
     let verdict = stream
         .chunks(piece)
-        .try_for_each(|piece| p.push(piece, &mut sink))
-        .and_then(|()| p.finish(&mut sink).map(|_| ()));
+        .try_for_each(|piece| p.push(piece, &mut sink).map(drop))
+        .and_then(|_| p.finish(&mut sink).map(|_| ()));
     let verdict = verdict.map_err(|e| (e, p.message(&e).to_string()));
     (events, verdict)
 }

@@ -54,10 +54,7 @@ fn run(events: &[String], check: bool) -> Result<u64, (Error, String)> {
     let mut buf = vec![0u8; 1 << 16];
     let mut p = Pipeline::new(&mut buf, Config::new().check_tool_args(check));
     let mut sink = |_: &Event<'_>, _: &FrameInfo| {};
-    match p
-        .push(&stream, &mut sink)
-        .and_then(|()| p.finish(&mut sink))
-    {
+    match p.push(&stream, &mut sink).and_then(|_| p.finish(&mut sink)) {
         Ok(s) => Ok(s.events),
         Err(e) => Err((e, p.message(&e).to_string())),
     }

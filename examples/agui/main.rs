@@ -156,7 +156,7 @@ fn check(o: &Options) -> std::io::Result<()> {
     let mut verdict = Ok(());
     read_pieces(&o.file, o.chunk, |piece| {
         window.borrow_mut().extend_from_slice(piece);
-        verdict = pipeline.push(piece, &mut sink);
+        verdict = pipeline.push(piece, &mut sink).map(drop);
         let drop = last_end.get().saturating_sub(window_at.get()) as usize;
         let mut w = window.borrow_mut();
         let drop = drop.min(w.len());
@@ -164,7 +164,7 @@ fn check(o: &Options) -> std::io::Result<()> {
         window_at.set(window_at.get() + drop as u64);
         verdict.is_ok()
     })?;
-    let verdict = verdict.and_then(|()| pipeline.finish(&mut sink));
+    let verdict = verdict.and_then(|_| pipeline.finish(&mut sink));
     if let Some(e) = io_error {
         return Err(e);
     }
@@ -274,10 +274,10 @@ fn count(o: &Options) -> std::io::Result<()> {
     let mut verdict = Ok(());
     read_pieces(&o.file, o.chunk, |piece| {
         bytes += piece.len();
-        verdict = pipeline.push(piece, &mut sink);
+        verdict = pipeline.push(piece, &mut sink).map(drop);
         verdict.is_ok()
     })?;
-    let verdict = verdict.and_then(|()| pipeline.finish(&mut sink));
+    let verdict = verdict.and_then(|_| pipeline.finish(&mut sink));
     let elapsed = start.elapsed();
     for (ty, n) in agui_stream::EventType::ALL.iter().zip(counts) {
         if n > 0 {

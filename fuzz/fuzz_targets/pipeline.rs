@@ -18,6 +18,7 @@ use agui_stream::{
     legacy::Minting,
 };
 use libfuzzer_sys::fuzz_target;
+use std::ops::ControlFlow;
 
 #[path = "../../tests/common/stand_ins.rs"]
 mod stand_ins;
@@ -37,15 +38,22 @@ enum Seen {
 struct Record(Vec<Seen>);
 
 impl Sink for Record {
-    fn event(&mut self, event: &Event<'_>, frame: &FrameInfo) {
+    fn event(&mut self, event: &Event<'_>, frame: &FrameInfo) -> ControlFlow<()> {
         let mut json = Vec::new();
         encode(event, &mut json).expect("a Vec never fills up");
         self.0.push(Seen::Event(json, *frame));
+        ControlFlow::Continue(())
     }
 
-    fn violation(&mut self, error: &Error, frame: &FrameInfo, message: &dyn core::fmt::Display) {
+    fn violation(
+        &mut self,
+        error: &Error,
+        frame: &FrameInfo,
+        message: &dyn core::fmt::Display,
+    ) -> ControlFlow<()> {
         assert_eq!(frame.index, error.frame, "a violation is told its frame");
         self.0.push(Seen::Violation(*error, message.to_string()));
+        ControlFlow::Continue(())
     }
 }
 
@@ -62,12 +70,12 @@ fn run_with<'c>(config: Config, chunks: impl Iterator<Item = &'c [u8]>, buffer: 
     let mut sink = Record::default();
     let mut result = Ok(());
     for chunk in chunks {
-        result = pipeline.push(chunk, &mut sink);
+        result = pipeline.push(chunk, &mut sink).map(drop);
         if result.is_err() {
             break;
         }
     }
-    let result = result.and_then(|()| pipeline.finish(&mut sink));
+    let result = result.and_then(|_| pipeline.finish(&mut sink));
     // A stopped pipeline keeps returning its error, from push and finish alike.
     if let Err(e) = result {
         assert_eq!(pipeline.push(b"data: {}\n\n", &mut sink), Err(e));

@@ -99,6 +99,24 @@ pub struct Frame<'a> {
     pub id: FieldValue<'a>,
 }
 
+/// What [`Framer::feed_block`] reads: a frame, or a block of lines that
+/// dispatches nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Block<'a> {
+    /// A block with at least one `data` line.
+    Frame(Frame<'a>),
+    /// A block without `data` lines, ended by a blank line: comments (`:
+    /// ping` keep-alives), `event:`, `id:`, `retry:` or unknown fields. It
+    /// dispatches no event, but its `id:` still sets the last event ID.
+    NoData {
+        /// Stream offset of the block's first byte.
+        start: u64,
+        /// Stream offset just past its blank line (past the CR of a CRLF,
+        /// as for [`Frame::end`]).
+        end: u64,
+    },
+}
+
 /// What a framer hands its [`SpillSink`] when a payload does
 /// not fit the buffer: where it stopped fitting, then its bytes in order
 /// (the data lines' values joined with `\n`), from its first byte on.
@@ -284,6 +302,13 @@ struct Dispatch {
     id_in_b: bool,
 }
 
+/// What the scan stopped at.
+#[derive(Clone, Copy)]
+enum Step {
+    Frame(Dispatch),
+    NoData { start: u64, end: u64 },
+}
+
 /// A frame the fast path dispatched and the input bytes it took.
 struct FastBlock {
     dispatch: Dispatch,
@@ -466,6 +491,48 @@ impl<'b, S: SpillSink> Framer<'b, S> {
         input: &'s [u8],
         pos: &mut usize,
     ) -> Result<Option<Frame<'s>>, Error> {
+        loop {
+            match self.step(input, pos)? {
+                Some(Step::Frame(d)) => return Ok(Some(self.frame(input, d))),
+                Some(Step::NoData { .. }) => {}
+                None => return Ok(None),
+            }
+        }
+    }
+
+    /// As [`feed`](Self::feed), but also stops at each block that
+    /// dispatches nothing ([`Block::NoData`]), so that a gateway can forward
+    /// keep-alive comments and `id:` blocks.
+    ///
+    /// ```
+    /// use agui_stream::sse::{Block, Framer};
+    /// let mut buf = [0u8; 0];
+    /// let mut framer = Framer::new(&mut buf);
+    /// let input = b": ping\n\ndata: {}\n\n";
+    /// let mut pos = 0;
+    /// let Some(Block::NoData { start: 0, end: 8 }) = framer.feed_block(input, &mut pos)? else { panic!() };
+    /// let Some(Block::Frame(frame)) = framer.feed_block(input, &mut pos)? else { panic!() };
+    /// assert_eq!((frame.index, frame.start, frame.end), (0, 8, 18));
+    /// assert!(framer.feed_block(input, &mut pos)?.is_none());
+    /// # Ok::<(), agui_stream::sse::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`feed`](Self::feed).
+    pub fn feed_block<'s>(
+        &'s mut self,
+        input: &'s [u8],
+        pos: &mut usize,
+    ) -> Result<Option<Block<'s>>, Error> {
+        Ok(match self.step(input, pos)? {
+            Some(Step::Frame(d)) => Some(Block::Frame(self.frame(input, d))),
+            Some(Step::NoData { start, end }) => Some(Block::NoData { start, end }),
+            None => None,
+        })
+    }
+
+    fn step(&mut self, input: &[u8], pos: &mut usize) -> Result<Option<Step>, Error> {
         let start = (*pos).min(input.len());
         let cur = Cursor {
             base: self.offset,
@@ -475,10 +542,7 @@ impl<'b, S: SpillSink> Framer<'b, S> {
         let out = self.run(input, &mut i, cur);
         *pos = i;
         self.offset = cur.at(i);
-        match out? {
-            Some(d) => Ok(Some(self.frame(input, d))),
-            None => Ok(None),
-        }
+        out
     }
 
     /// Ends the stream: a pending partial line is treated as complete, and a block that has data
@@ -510,7 +574,7 @@ impl<'b, S: SpillSink> Framer<'b, S> {
         self.frames
     }
 
-    fn run(&mut self, input: &[u8], i: &mut usize, cur: Cursor) -> Result<Option<Dispatch>, Error> {
+    fn run(&mut self, input: &[u8], i: &mut usize, cur: Cursor) -> Result<Option<Step>, Error> {
         loop {
             let at = *i;
             let rest = input.get(at..).unwrap_or_default();
@@ -543,7 +607,7 @@ impl<'b, S: SpillSink> Framer<'b, S> {
             let found = memchr2(b'\n', b'\r', rest);
             if let Some(d) = found.and_then(|k| self.whole_data_block(rest, k, at, cur)) {
                 *i = at.saturating_add(d.len);
-                return Ok(Some(d.dispatch));
+                return Ok(Some(Step::Frame(d.dispatch)));
             }
             crate::work::add(found.map_or(rest.len(), |k| k.saturating_add(1)));
             match found {
@@ -802,15 +866,18 @@ impl<'b, S: SpillSink> Framer<'b, S> {
     }
 
     /// The line ends at `input[e]` (the CR or LF); dispatches on a blank line.
-    fn end_line(&mut self, input: &[u8], e: usize, cur: Cursor) -> Result<Option<Dispatch>, Error> {
+    fn end_line(&mut self, input: &[u8], e: usize, cur: Cursor) -> Result<Option<Step>, Error> {
         match core::mem::replace(&mut self.line, Line::Start) {
             Line::Start => {
+                let end = cur.at(e.saturating_add(1));
                 if self.mode == Mode::Empty {
                     self.event = Stored::Absent;
-                    self.block_start = None;
-                    return Ok(None);
+                    return Ok(self
+                        .block_start
+                        .take()
+                        .map(|start| Step::NoData { start, end }));
                 }
-                return Ok(Some(self.take(cur.at(e.saturating_add(1)), true)));
+                return Ok(Some(Step::Frame(self.take(end, true))));
             }
             Line::Name { field, matched } if usize::from(matched) == field.name().len() => {
                 self.empty_value(field, input, e, cur)?;
@@ -1062,6 +1129,51 @@ mod tests {
             out.push(take(&f));
         }
         out
+    }
+
+    /// Blocks without data are reported with their ranges, whatever the
+    /// split; with frames they cover every byte but a BOM, stray blank
+    /// lines, the LF of a CRLF and an unterminated last block.
+    #[test]
+    fn blocks_without_data_are_reported_in_any_split() {
+        let s: &[u8] = b"\xEF\xBB\xBF: ping\n\n\nid: 5\r\n\r\ndata: a\n: mid\n\nretry: 9\revent: e\r\rdata: b\n\n: tail";
+        let blocks = |pushes: &[&[u8]]| {
+            let mut buf = [0u8; 64];
+            let mut fr = Framer::new(&mut buf);
+            let mut out = Vec::new();
+            for p in pushes {
+                let mut pos = 0;
+                while let Some(b) = fr.feed_block(p, &mut pos).unwrap() {
+                    out.push(match b {
+                        Block::Frame(f) => (f.start, f.end, Some(f.payload.to_vec())),
+                        Block::NoData { start, end } => (start, end, None),
+                    });
+                }
+            }
+            out
+        };
+        let want = blocks(&[s]);
+        let text = |a: u64, b: u64| &s[a as usize..b as usize];
+        let got: Vec<_> = want
+            .iter()
+            .map(|&(a, b, ref p)| (text(a, b), p.is_some()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                // The BOM belongs to no block.
+                (&b": ping\n\n"[..], false),
+                (b"id: 5\r\n\r", false),
+                (b"data: a\n: mid\n\n", true),
+                (b"retry: 9\revent: e\r\r", false),
+                (b"data: b\n\n", true),
+            ]
+        );
+        for cut in 0..=s.len() {
+            assert_eq!(blocks(&[&s[..cut], &s[cut..]]), want, "cut at {cut}");
+        }
+        let bytes: Vec<&[u8]> = s.chunks(1).collect();
+        assert_eq!(blocks(&bytes), want);
     }
 
     fn payloads(r: &[Rec]) -> Vec<Vec<u8>> {

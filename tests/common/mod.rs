@@ -354,12 +354,15 @@ where
     };
     let mut result = Ok(());
     for piece in pieces {
-        result = pipeline.push(piece, &mut sink);
+        // A sink that never pushes back has every byte read.
+        result = pipeline.push(piece, &mut sink).map(|read| {
+            assert_eq!(read, piece.len(), "bytes read");
+        });
         if result.is_err() {
             break;
         }
     }
-    let result = result.and_then(|()| pipeline.finish(&mut sink));
+    let result = result.and_then(|_| pipeline.finish(&mut sink));
     RawOutput { events, result }
 }
 
