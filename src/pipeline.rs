@@ -122,7 +122,10 @@ impl Config {
     }
 }
 
-/// Where in the stream an event came from.
+/// Where in the stream an event came from. One frame can give several
+/// events (a chunk's START, CONTENT and END): they share its `index`, and
+/// the frame is done when the sink hears of another one or the push
+/// returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
@@ -132,8 +135,8 @@ pub struct FrameInfo {
     /// Stream offset of the frame's first byte.
     pub start: u64,
     /// Stream offset just past the frame's blank line (for a CRLF blank
-    /// line, past its CR: the LF belongs to no frame). A gateway can forward
-    /// `start..end` unchanged.
+    /// line, past its CR: the LF belongs to no frame, so that `end` does not
+    /// depend on where pushes split; a forwarder of CRLF input adds it).
     pub end: u64,
     /// False for a last frame the stream ended without terminating.
     pub terminated: bool,
@@ -410,7 +413,7 @@ impl<'b> Pipeline<'b> {
     /// A pipeline with the default capacities whose framer keeps spanning
     /// frames in `frame_buffer`.
     pub fn new(frame_buffer: &'b mut [u8], config: Config) -> Self {
-        Self::with_capacity(frame_buffer, config)
+        Self::sized(frame_buffer, config)
     }
 }
 
@@ -418,8 +421,8 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
     Pipeline<'b, OPEN, OWNERS, ID_BYTES>
 {
     /// A pipeline with the capacities of its type parameters:
-    /// `Pipeline::<'_, 8, 16, 512>::with_capacity(buf, config)`.
-    pub fn with_capacity(frame_buffer: &'b mut [u8], config: Config) -> Self {
+    /// `Pipeline::<'_, 8, 16, 512>::sized(buf, config)`.
+    pub fn sized(frame_buffer: &'b mut [u8], config: Config) -> Self {
         Pipeline {
             framer: Framer::with_spill(
                 frame_buffer,

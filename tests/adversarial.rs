@@ -106,7 +106,7 @@ fn run_with<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>(
     chunk: usize,
 ) -> Outcome {
     let mut buf = vec![0u8; buffer];
-    let mut pipeline = Pipeline::<'_, OPEN, OWNERS, ID_BYTES>::with_capacity(&mut buf, config);
+    let mut pipeline = Pipeline::<'_, OPEN, OWNERS, ID_BYTES>::sized(&mut buf, config);
     let mut events = Vec::new();
     let mut sink = |ev: &Event<'_>, f: &FrameInfo| {
         events.push((ev.event_type(), encoded(ev), *f));
@@ -1670,8 +1670,7 @@ fn monitor_after_owner_capacity_error_leaves_state_unchanged() {
         subagent("finish", "s"),
     ]);
     let mut buf = vec![0u8; 4096];
-    let mut p =
-        Pipeline::<'_, 4, 1, 256>::with_capacity(&mut buf, Config::new().policy(Policy::Monitor));
+    let mut p = Pipeline::<'_, 4, 1, 256>::sized(&mut buf, Config::new().policy(Policy::Monitor));
     let mut log = Log::default();
     p.push(&stream, &mut log).unwrap();
     let s = p.finish(&mut log).unwrap();
