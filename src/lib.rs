@@ -61,6 +61,7 @@ mod ids;
 mod input;
 mod output;
 mod pipeline;
+pub mod rewrite;
 mod string;
 /// The work counter behind `tests/linear_time.rs` (test support, not API).
 #[cfg(feature = "work-count")]

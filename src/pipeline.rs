@@ -236,7 +236,9 @@ pub trait Sink {
     }
 
     /// Input that carries no event: a block without data (a `: ping`
-    /// keep-alive a gateway forwards) or a frame the dialect ignores.
+    /// keep-alive a gateway forwards), a frame the dialect ignores, or one
+    /// whose event added nothing. With the frames' events and violations,
+    /// every frame is heard of.
     fn skipped(&mut self, skipped: &Skipped) -> ControlFlow<()> {
         let _ = skipped;
         ControlFlow::Continue(())
@@ -266,6 +268,9 @@ pub enum Skipped {
     },
     /// A frame whose event the dialect ignores (V1: an unknown `type`).
     Ignored(FrameInfo),
+    /// A frame whose event gave no event out: a chunk with nothing to add
+    /// to its stream (V0: neither delta nor anything else to carry).
+    Absorbed(FrameInfo),
 }
 
 /// What is still open when open-ended things are counted at the end.
@@ -765,7 +770,9 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
         // A frame's events go out together: a push-back takes effect after
         // the last of them.
         let mut flow = ControlFlow::Continue(());
+        let mut heard = false;
         let result = self.normalizer.process(event, |out| {
+            heard = true;
             // Only a decoded event carries its object; synthesized and
             // translated ones are built field by field.
             info.original = out.object().is_some();
@@ -786,6 +793,8 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
             Ok(())
         });
         match result {
+            // Nothing came out: the frame is absorbed.
+            Ok(()) if !heard => Ok(sink.skipped(&Skipped::Absorbed(info))),
             Ok(()) => Ok(flow),
             Err(Stop::Downstream(e)) => Err(e),
             Err(Stop::Chunk(c)) => {

@@ -161,3 +161,41 @@ impl Sink for Encoding<'_> {
         ControlFlow::Continue(())
     }
 }
+
+/// The rewriter allocates nothing either: every corpus stream, quirks
+/// included, under each policy, in 61-byte pushes into a fixed slice.
+#[test]
+fn the_rewriter_does_not_allocate() {
+    use agui_stream::rewrite::{OnViolation, Options, Rewriter};
+    let mut streams: Vec<Vec<u8>> = common::sse_files(&common::real_dir())
+        .iter()
+        .map(|p| common::read(p))
+        .collect();
+    let extra = common::manifest_in(&common::extra_dir());
+    for case in common::manifest().into_iter().chain(extra) {
+        streams.push(case.stream());
+    }
+    let (mut frames, mut raw) = (vec![0u8; 1024], vec![0u8; 1 << 20]);
+    let mut out = vec![0u8; 4 << 20];
+    let mut written = 0;
+    COUNTING.with(|c| c.set(true));
+    for stream in &streams {
+        for dialect in [Dialect::V1, Dialect::V0] {
+            for on_violation in [OnViolation::Stop, OnViolation::Drop, OnViolation::Pass] {
+                let options = Options::new().on_violation(on_violation);
+                let config = Config::new().dialect(dialect);
+                let mut r = Rewriter::new(&mut frames, &mut raw, config, options);
+                let mut w = SliceWriter::new(&mut out);
+                for piece in stream.chunks(61) {
+                    let _ = r.push(piece, &mut w);
+                }
+                let _ = r.finish(&mut w);
+                written += w.len();
+            }
+        }
+    }
+    COUNTING.with(|c| c.set(false));
+    let allocations = ALLOCATIONS.load(Ordering::SeqCst);
+    assert_eq!(allocations, 0, "{allocations} allocations");
+    assert!(written > 1 << 20, "{written} bytes written");
+}

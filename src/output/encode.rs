@@ -23,6 +23,11 @@ pub trait Write {
     ///
     /// [`BufferFull`] if there is no room for all of `bytes`.
     fn write_bytes(&mut self, bytes: &[u8]) -> Result<(), BufferFull>;
+
+    /// How many more bytes it takes for certain (`usize::MAX` if it grows).
+    fn room(&self) -> usize {
+        usize::MAX
+    }
 }
 
 /// The output has no room left.
@@ -77,11 +82,19 @@ impl Write for SliceWriter<'_> {
         self.len = end;
         Ok(())
     }
+
+    fn room(&self) -> usize {
+        self.buf.len().saturating_sub(self.len)
+    }
 }
 
 impl<const N: usize> Write for heapless::Vec<u8, N> {
     fn write_bytes(&mut self, bytes: &[u8]) -> Result<(), BufferFull> {
         self.extend_from_slice(bytes).map_err(|_| BufferFull)
+    }
+
+    fn room(&self) -> usize {
+        N.saturating_sub(self.len())
     }
 }
 

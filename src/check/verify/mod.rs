@@ -678,6 +678,17 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         event: &Event<'_>,
         staged: Option<Staged<'_>>,
     ) -> VResult {
+        // A rejected event leaves the state as it was (a monitoring
+        // pipeline checks the next one against it): the first event is
+        // only seen once one passes.
+        let result = self.check_event(event, staged);
+        if result.is_ok() {
+            self.first_event = true;
+        }
+        result
+    }
+
+    fn check_event(&mut self, event: &Event<'_>, staged: Option<Staged<'_>>) -> VResult {
         use EventType as T;
         let ty = event.event_type();
         match self.phase {
@@ -690,7 +701,6 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             _ => {}
         }
         if !self.first_event {
-            self.first_event = true;
             if ty != T::RunStarted && ty != T::RunError {
                 return self.detail.reject(event, Rule::FirstEvent);
             }

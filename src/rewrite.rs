@@ -1,0 +1,969 @@
+//! The output side: a stream rewriter for gateways. Bytes in, bytes out,
+//! in fixed memory.
+//!
+//! [`Rewriter`] runs the [`Pipeline`] and writes what a client should see:
+//!
+//! * every block that passes unchanged as its **original bytes** (its
+//!   `event:`/`id:` lines, comments, keep-alives, blank lines), never
+//!   re-encoded; a block with CR or CRLF line ends, or a bare `data` line,
+//!   which the reference client cannot read, with LF line ends instead;
+//! * events the pipeline synthesized (a chunk's START/CONTENT/END, V1's
+//!   `REASONING_*` for `THINKING_*`) as `data: {json}\n\n`;
+//! * on a violation, what [`OnViolation`] says; at the end of a stream cut
+//!   mid-run, a `RUN_ERROR` with code `AGUI_STREAM_TRUNCATED` ([`Options::repair`]).
+//!
+//! Output holds only complete blocks: a proxy forwards each push's output at
+//! once, and the unfinished tail waits in the rewriter's raw buffer. Before
+//! each block the rewriter makes sure the writer has room for the block's
+//! worst case ([`frame_bound`]); if not, `push` returns how much it
+//! read, and the caller drains the writer and pushes the rest — nothing is
+//! lost.
+//!
+//! ```
+//! use agui_stream::{Config, rewrite::{Options, Rewriter}};
+//! let (mut frames, mut raw) = ([0u8; 256], [0u8; 256]);
+//! let mut rewriter = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+//! let mut out = Vec::new();
+//! let input = b": ping\n\ndata: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n\
+//!               data: {\"type\":\"TEXT_MESSAGE_CHUNK\",\"messageId\":\"m\",\"delta\":\"hi\"}\n\n";
+//! let pushed = rewriter.push(input, &mut out)?;
+//! assert_eq!(pushed.read, input.len());
+//! rewriter.finish(&mut out)?; // the run never finished: repaired
+//! let out = String::from_utf8(out).unwrap();
+//! assert!(out.starts_with(": ping\n\ndata: {\"type\":\"RUN_STARTED\""));
+//! assert!(out.contains("data: {\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"m\",\"role\":\"assistant\"}\n\n"));
+//! assert!(out.ends_with("\"code\":\"AGUI_STREAM_TRUNCATED\"}\n\n"));
+//! # Ok::<(), agui_stream::rewrite::RewriteError>(())
+//! ```
+
+use core::fmt;
+use core::ops::ControlFlow;
+
+use crate::check::decode::decode;
+use crate::check::verify::RunPhase;
+use crate::error::Error;
+use crate::event::Event;
+use crate::input::json::Limits;
+use crate::output::encode::{BufferFull, Write, encode};
+use crate::pipeline::{
+    Config, DEFAULT_ID_BYTES, DEFAULT_OPEN_IDS, DEFAULT_OWNERS, FrameInfo, LANE_BYTES, LANES,
+    Pipeline, Policy, Sink, Skipped, Summary,
+};
+
+/// What the rewriter does with an event that breaks a rule.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum OnViolation {
+    /// Forward what came before, then a final `RUN_ERROR` (code
+    /// `AGUI_STREAM_VIOLATION`, or `AGUI_STREAM_CAPACITY` where a fixed
+    /// capacity was exceeded) with the error's message; nothing after it.
+    #[default]
+    Stop,
+    /// Drop the offending event, count it, go on.
+    Drop,
+    /// Forward the offending frame unchanged, count it, go on (an event
+    /// the pipeline synthesized has no bytes of its own: it is dropped).
+    Pass,
+}
+
+/// How a [`Rewriter`] rewrites.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub struct Options {
+    /// On a violation (default stop).
+    pub on_violation: OnViolation,
+    /// End a stream cut mid-run with `RUN_ERROR` (`AGUI_STREAM_TRUNCATED`),
+    /// and terminate a cut last frame (default on).
+    pub repair: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Options {
+    /// Stop on violations, repair the end.
+    pub const fn new() -> Self {
+        Options {
+            on_violation: OnViolation::Stop,
+            repair: true,
+        }
+    }
+
+    /// The same options with another violation policy.
+    pub const fn on_violation(mut self, on_violation: OnViolation) -> Self {
+        self.on_violation = on_violation;
+        self
+    }
+
+    /// The same options, repairing (or not) the end of the stream.
+    pub const fn repair(mut self, repair: bool) -> Self {
+        self.repair = repair;
+        self
+    }
+}
+
+/// What went through a [`Rewriter`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub struct Stats {
+    /// Input bytes read.
+    pub bytes_in: u64,
+    /// Output bytes written.
+    pub bytes_out: u64,
+    /// Events the pipeline delivered.
+    pub events: u64,
+    /// Blocks forwarded as their original bytes (frames, keep-alives).
+    pub forwarded: u64,
+    /// Blocks re-written with LF line ends.
+    pub relined: u64,
+    /// Events written by the encoder (synthesized ones).
+    pub encoded: u64,
+    /// Violations seen.
+    pub violations: u64,
+    /// Events or frames dropped ([`OnViolation::Drop`], or a synthesized
+    /// event under [`OnViolation::Pass`]).
+    pub dropped: u64,
+    /// Frames forwarded despite a violation ([`OnViolation::Pass`]).
+    pub passed: u64,
+    /// Repair events written (`RUN_ERROR`s, terminated last frames).
+    pub repairs: u64,
+}
+
+/// What [`Rewriter::push`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub struct Pushed {
+    /// Bytes of the input read: all of them, unless the writer had no room
+    /// for the next block (drain it and push the rest) or the stream ended.
+    pub read: usize,
+    /// The stream has ended (stopped on a violation): nothing more will be
+    /// written; later input is read and ignored.
+    pub ended: bool,
+}
+
+/// Why a [`Rewriter`] could not go on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum RewriteError {
+    /// The writer has room for less than the next block may need; nothing
+    /// was read. Drain it (or give a larger one) and push again.
+    OutputFull {
+        /// The room the next block needs.
+        needed: usize,
+    },
+    /// The writer failed although it said it had room.
+    Write,
+    /// A block's raw bytes outgrew the raw buffer while they spanned
+    /// pushes.
+    RawBuffer {
+        /// The raw buffer's length.
+        capacity: usize,
+    },
+    /// The pipeline failed in a way no policy covers (after `finish`, or
+    /// an error while repairing).
+    Pipeline(Error),
+}
+
+impl fmt::Display for RewriteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RewriteError::OutputFull { needed } => {
+                write!(
+                    f,
+                    "the output has room for less than the {needed} bytes the next block may need"
+                )
+            }
+            RewriteError::Write => f.write_str("the output failed"),
+            RewriteError::RawBuffer { capacity } => {
+                write!(
+                    f,
+                    "a block spanning pushes outgrew the {capacity}-byte raw buffer"
+                )
+            }
+            RewriteError::Pipeline(e) => e.fmt(f),
+        }
+    }
+}
+
+impl core::error::Error for RewriteError {}
+
+impl From<BufferFull> for RewriteError {
+    fn from(_: BufferFull) -> Self {
+        RewriteError::Write
+    }
+}
+
+/// Room a synthesized event may need beyond its share of the frame's
+/// bytes: its members and ids (at most [`LANE_BYTES`] of them across a
+/// frame's events), for each of up to `LANES + 3` events of one frame, and
+/// a final `RUN_ERROR` with its message.
+const FRAME_SLACK: usize = (LANES + 3) * 192 + 3 * LANE_BYTES + RUN_ERROR_BYTES;
+
+/// The most a repair `RUN_ERROR` takes (its message is cut to fit).
+const RUN_ERROR_BYTES: usize = 1024;
+
+/// The most output one block of `len` bytes (counting the bytes it had in
+/// the raw buffer) can give: three times its bytes (a string re-encoded as
+/// `JSON.stringify` writes it takes at most three times the bytes it had)
+/// plus a constant for the events the pipeline may synthesize and a final
+/// `RUN_ERROR`. A writer with room for this for the largest block of a
+/// stream never holds the stream up.
+pub const fn frame_bound(len: usize) -> usize {
+    len.saturating_mul(3).saturating_add(FRAME_SLACK)
+}
+
+/// Where the rewriter stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Open,
+    /// Stopped by the policy, or finished.
+    Ended,
+}
+
+/// A block-end scanner that runs ahead of the framer: where the next blank
+/// line is, so that the room a block needs is known before it is read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct BlockEnd {
+    /// The last byte seen ended a line (or nothing was seen).
+    at_line_start: bool,
+    /// The last byte seen was a CR (a following LF belongs to it).
+    after_cr: bool,
+}
+
+impl BlockEnd {
+    const fn new() -> Self {
+        BlockEnd {
+            at_line_start: true,
+            after_cr: false,
+        }
+    }
+
+    /// The length of `bytes`' prefix that ends the current block (at its
+    /// blank line), or `None` if the block goes on past `bytes`.
+    fn next(&mut self, bytes: &[u8]) -> Option<usize> {
+        let mut from = 0;
+        loop {
+            let rest = bytes.get(from..)?;
+            let Some(k) = memchr::memchr2(b'\n', b'\r', rest) else {
+                if !rest.is_empty() {
+                    self.at_line_start = false;
+                    self.after_cr = false;
+                }
+                return None;
+            };
+            let i = from.saturating_add(k);
+            let c = rest.get(k).copied();
+            if k == 0 && c == Some(b'\n') && self.after_cr {
+                // The LF of a CRLF.
+                self.after_cr = false;
+                from = i.saturating_add(1);
+                continue;
+            }
+            let blank = k == 0 && self.at_line_start;
+            self.at_line_start = true;
+            self.after_cr = c == Some(b'\r');
+            from = i.saturating_add(1);
+            if blank {
+                return Some(from);
+            }
+        }
+    }
+}
+
+/// An SSE byte stream → the stream a client should see, in fixed memory:
+/// the pipeline's frame buffer, and a raw buffer for the original bytes of
+/// a block that spans pushes.
+#[derive(Debug)]
+pub struct Rewriter<
+    'b,
+    const OPEN: usize = DEFAULT_OPEN_IDS,
+    const OWNERS: usize = DEFAULT_OWNERS,
+    const ID_BYTES: usize = DEFAULT_ID_BYTES,
+> {
+    pipeline: Pipeline<'b, OPEN, OWNERS, ID_BYTES>,
+    raw: &'b mut [u8],
+    /// `raw[..raw_len]` are the input bytes from stream offset `accounted`
+    /// on, not yet part of a complete block.
+    raw_len: usize,
+    accounted: u64,
+    /// The last block written ended in CR: a leading LF is its CRLF's.
+    after_cr: bool,
+    scan: BlockEnd,
+    options: Options,
+    stats: Stats,
+    state: State,
+}
+
+impl<'b> Rewriter<'b> {
+    /// A rewriter with the default capacities. `frame_buffer` is the
+    /// pipeline's (see [`Pipeline::new`]); `raw_buffer` holds the original
+    /// bytes of a block that spans pushes, so it bounds the blocks that can.
+    /// The pipeline's policy is the rewriter's to set: `config.policy` is
+    /// ignored.
+    pub fn new(
+        frame_buffer: &'b mut [u8],
+        raw_buffer: &'b mut [u8],
+        config: Config,
+        options: Options,
+    ) -> Self {
+        Self::sized(frame_buffer, raw_buffer, config, options)
+    }
+}
+
+impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
+    Rewriter<'b, OPEN, OWNERS, ID_BYTES>
+{
+    /// A rewriter with the capacities of its type parameters (see
+    /// [`Pipeline::sized`]).
+    pub fn sized(
+        frame_buffer: &'b mut [u8],
+        raw_buffer: &'b mut [u8],
+        config: Config,
+        options: Options,
+    ) -> Self {
+        let policy = match options.on_violation {
+            OnViolation::Stop => Policy::Stop,
+            OnViolation::Drop | OnViolation::Pass => Policy::Monitor,
+        };
+        Rewriter {
+            pipeline: Pipeline::sized(frame_buffer, config.policy(policy)),
+            raw: raw_buffer,
+            raw_len: 0,
+            accounted: 0,
+            after_cr: false,
+            scan: BlockEnd::new(),
+            options,
+            stats: Stats::default(),
+            state: State::Open,
+        }
+    }
+
+    /// What went through so far.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// The pipeline underneath (its verifier, offset and message renderer).
+    pub fn pipeline(&self) -> &Pipeline<'b, OPEN, OWNERS, ID_BYTES> {
+        &self.pipeline
+    }
+
+    /// Input bytes fully accounted for in the output so far (written,
+    /// re-written, replaced or dropped); the rest waits in the raw buffer.
+    pub fn accounted(&self) -> u64 {
+        self.accounted
+    }
+
+    /// Reads `input` and writes the output of every block it completes.
+    ///
+    /// # Errors
+    ///
+    /// [`RewriteError::OutputFull`] if `out` has no room for the next
+    /// block's worst case and nothing could be read;
+    /// [`RewriteError::RawBuffer`] if a block spanning pushes outgrew the
+    /// raw buffer; [`RewriteError::Write`] if `out` failed.
+    pub fn push<W: Write + ?Sized>(
+        &mut self,
+        input: &[u8],
+        out: &mut W,
+    ) -> Result<Pushed, RewriteError> {
+        let mut pos = 0;
+        while pos < input.len() {
+            if self.state == State::Ended {
+                self.stats.bytes_in = self
+                    .stats
+                    .bytes_in
+                    .saturating_add(input.len().saturating_sub(pos) as u64);
+                return Ok(Pushed {
+                    read: input.len(),
+                    ended: true,
+                });
+            }
+            // The blocks that complete in the input and fit the room, and
+            // after them the start of one that does not complete.
+            let room = out.room();
+            let mut scan = self.scan;
+            let mut end = pos;
+            let mut needed = 0usize;
+            let mut carried = self.raw_len;
+            loop {
+                let rest = input.get(end..).unwrap_or_default();
+                if rest.is_empty() {
+                    break;
+                }
+                let before = scan;
+                match scan.next(rest) {
+                    Some(k) => {
+                        let need = frame_bound(k.saturating_add(carried));
+                        if needed.saturating_add(need) > room {
+                            scan = before;
+                            if end == pos && pos == 0 {
+                                return Err(RewriteError::OutputFull { needed: need });
+                            }
+                            break;
+                        }
+                        needed = needed.saturating_add(need);
+                        carried = 0;
+                        end = end.saturating_add(k);
+                    }
+                    None => {
+                        end = input.len();
+                        break;
+                    }
+                }
+            }
+            if end == pos {
+                return Ok(Pushed {
+                    read: pos,
+                    ended: false,
+                });
+            }
+            self.scan = scan;
+            let chunk = input.get(pos..end).unwrap_or_default();
+            self.run(chunk, out)?;
+            pos = end;
+            if end < input.len() && self.state == State::Open {
+                // Out of room for the next block.
+                return Ok(Pushed {
+                    read: pos,
+                    ended: false,
+                });
+            }
+        }
+        Ok(Pushed {
+            read: pos,
+            ended: self.state == State::Ended,
+        })
+    }
+
+    /// Ends the input: a cut last frame is terminated, and a run left open
+    /// gets its `RUN_ERROR` (with [`Options::repair`]). Returns the
+    /// pipeline's summary (`None` if the stream had already ended).
+    ///
+    /// # Errors
+    ///
+    /// [`RewriteError::OutputFull`] (nothing done: drain and call again),
+    /// [`RewriteError::Write`].
+    pub fn finish<W: Write + ?Sized>(
+        &mut self,
+        out: &mut W,
+    ) -> Result<Option<Summary>, RewriteError> {
+        if self.state == State::Ended {
+            return Ok(None);
+        }
+        let needed = frame_bound(self.raw_len);
+        if out.room() < needed {
+            return Err(RewriteError::OutputFull { needed });
+        }
+        let base = self.pipeline.offset();
+        let (result, failed) =
+            self.with_forward(&[], base, out, |pipeline, sink| pipeline.finish(sink));
+        self.state = State::Ended;
+        if failed {
+            return Err(RewriteError::Write);
+        }
+        // What is left (blank lines, a block without data that never
+        // ended): blank lines are forwarded, an unfinished block is not.
+        let rest = self.raw.get(..self.raw_len).unwrap_or_default();
+        if rest.iter().all(|&b| b == b'\n' || b == b'\r') && !rest.is_empty() {
+            let end = base;
+            let (_, failed) = self.with_forward(&[], base, out, |_, sink| {
+                let from = *sink.accounted;
+                sink.forward(from, end);
+            });
+            if failed {
+                return Err(RewriteError::Write);
+            }
+        }
+        let summary = match result {
+            Ok(summary) => summary,
+            Err(e) => {
+                self.stop(e, out)?;
+                return Ok(None);
+            }
+        };
+        if self.options.repair && summary.run == RunPhase::Active {
+            self.run_error(
+                out,
+                "AGUI_STREAM_TRUNCATED",
+                &"the stream ended before the run finished",
+            )?;
+        }
+        Ok(Some(summary))
+    }
+
+    /// Runs `chunk` (whole blocks, or a last block that goes on) through the
+    /// pipeline, and keeps what is not accounted for in the raw buffer.
+    fn run<W: Write + ?Sized>(&mut self, chunk: &[u8], out: &mut W) -> Result<(), RewriteError> {
+        let base = self.pipeline.offset();
+        let raw_start = self.accounted;
+        let (result, failed) = self.with_forward(chunk, base, out, |pipeline, sink| {
+            pipeline.push(chunk, sink)
+        });
+        self.stats.bytes_in = self.stats.bytes_in.saturating_add(chunk.len() as u64);
+        if failed {
+            self.state = State::Ended;
+            return Err(RewriteError::Write);
+        }
+        if let Err(e) = result {
+            return self.stop(e, out);
+        }
+        // Keep the bytes not yet accounted for: the raw buffer covers
+        // `accounted..` up to the pipeline's offset.
+        let drop = (self.accounted.saturating_sub(raw_start) as usize).min(self.raw_len);
+        self.raw.copy_within(drop..self.raw_len, 0);
+        let kept = self.raw_len.saturating_sub(drop);
+        let from = self.accounted.max(base).saturating_sub(base) as usize;
+        let add = chunk.get(from..).unwrap_or_default();
+        let len = kept.saturating_add(add.len());
+        let Some(dst) = self.raw.get_mut(kept..len) else {
+            self.state = State::Ended;
+            return Err(RewriteError::RawBuffer {
+                capacity: self.raw.len(),
+            });
+        };
+        dst.copy_from_slice(add);
+        self.raw_len = len;
+        Ok(())
+    }
+
+    /// Runs `f` with the pipeline and a sink writing to `out`; `chunk` is
+    /// what the pipeline reads from stream offset `base` on. Also returns
+    /// whether `out` failed.
+    fn with_forward<W: Write + ?Sized, T>(
+        &mut self,
+        chunk: &[u8],
+        base: u64,
+        out: &mut W,
+        f: impl FnOnce(&mut Pipeline<'b, OPEN, OWNERS, ID_BYTES>, &mut Forward<'_, W>) -> T,
+    ) -> (T, bool) {
+        let raw_start = self.accounted;
+        let mut sink = Forward {
+            out,
+            raw: self.raw.get(..self.raw_len).unwrap_or_default(),
+            raw_start,
+            chunk,
+            base,
+            accounted: &mut self.accounted,
+            after_cr: &mut self.after_cr,
+            stats: &mut self.stats,
+            options: self.options,
+            frame: None,
+            frame_written: false,
+            failed: false,
+        };
+        let result = f(&mut self.pipeline, &mut sink);
+        (result, sink.failed)
+    }
+
+    /// The pipeline stopped: the policy's final `RUN_ERROR`, then nothing.
+    fn stop<W: Write + ?Sized>(&mut self, e: Error, out: &mut W) -> Result<(), RewriteError> {
+        self.state = State::Ended;
+        self.stats.violations = self.stats.violations.saturating_add(1);
+        let code = if e.is_capacity() {
+            "AGUI_STREAM_CAPACITY"
+        } else {
+            "AGUI_STREAM_VIOLATION"
+        };
+        let message = Rendered(&self.pipeline, e);
+        let mut buf = [0u8; RUN_ERROR_BYTES];
+        let Some(len) = run_error_json(&mut buf, code, &message) else {
+            return Ok(());
+        };
+        self.write_run_error(out, buf.get(..len).unwrap_or_default())
+    }
+
+    fn run_error<W: Write + ?Sized>(
+        &mut self,
+        out: &mut W,
+        code: &str,
+        message: &dyn fmt::Display,
+    ) -> Result<(), RewriteError> {
+        let mut buf = [0u8; RUN_ERROR_BYTES];
+        match run_error_json(&mut buf, code, message) {
+            Some(len) => self.write_run_error(out, buf.get(..len).unwrap_or_default()),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes a `RUN_ERROR` if the verifier as it stands accepts one (not
+    /// after another: the client already knows).
+    fn write_run_error<W: Write + ?Sized>(
+        &mut self,
+        out: &mut W,
+        json: &[u8],
+    ) -> Result<(), RewriteError> {
+        let config = self.pipeline.config();
+        let Ok(Some(event)) = decode(json, config.dialect, Limits::new()) else {
+            return Ok(());
+        };
+        let mut verifier = self.pipeline.verifier().clone();
+        if verifier.check(&event).is_err() {
+            return Ok(());
+        }
+        let mut out = Counted {
+            out,
+            bytes: &mut self.stats.bytes_out,
+        };
+        out.write_bytes(b"data: ")?;
+        out.write_bytes(json)?;
+        out.write_bytes(b"\n\n")?;
+        self.stats.repairs = self.stats.repairs.saturating_add(1);
+        Ok(())
+    }
+}
+
+/// `{"type":"RUN_ERROR","message":…,"code":…}` into `buf`; the message is
+/// cut (at a character) to fit.
+fn run_error_json(buf: &mut [u8], code: &str, message: &dyn fmt::Display) -> Option<usize> {
+    let tail_len = code.len().saturating_add(12);
+    let mut w = Escaped {
+        buf,
+        len: 0,
+        limit: RUN_ERROR_BYTES.saturating_sub(tail_len),
+    };
+    w.raw(b"{\"type\":\"RUN_ERROR\",\"message\":\"").ok()?;
+    // A message that does not fit is cut.
+    let _ = fmt::write(&mut w, format_args!("{message}"));
+    w.limit = w.buf.len();
+    w.raw(b"\",\"code\":\"").ok()?;
+    w.raw(code.as_bytes()).ok()?;
+    w.raw(b"\"}").ok()?;
+    Some(w.len)
+}
+
+/// A JSON string's contents, escaped, into a slice.
+struct Escaped<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+    limit: usize,
+}
+
+impl Escaped<'_> {
+    fn raw(&mut self, bytes: &[u8]) -> Result<(), fmt::Error> {
+        let end = self.len.checked_add(bytes.len()).ok_or(fmt::Error)?;
+        if end > self.limit {
+            return Err(fmt::Error);
+        }
+        self.buf
+            .get_mut(self.len..end)
+            .ok_or(fmt::Error)?
+            .copy_from_slice(bytes);
+        self.len = end;
+        Ok(())
+    }
+}
+
+impl fmt::Write for Escaped<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        for c in s.chars() {
+            let mut tmp = [0u8; 6];
+            let bytes: &[u8] = match c {
+                '"' => b"\\\"",
+                '\\' => b"\\\\",
+                '\n' => b"\\n",
+                '\r' => b"\\r",
+                '\t' => b"\\t",
+                c if (c as u32) < 0x20 => {
+                    const HEX: &[u8; 16] = b"0123456789abcdef";
+                    let n = c as usize;
+                    tmp = [
+                        b'\\',
+                        b'u',
+                        b'0',
+                        b'0',
+                        HEX.get(n >> 4).copied().unwrap_or(b'0'),
+                        HEX.get(n & 0xF).copied().unwrap_or(b'0'),
+                    ];
+                    &tmp
+                }
+                c => c.encode_utf8(&mut tmp).as_bytes(),
+            };
+            self.raw(bytes)?;
+        }
+        Ok(())
+    }
+}
+
+/// An error in the reference's words.
+struct Rendered<'p, 'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>(
+    &'p Pipeline<'b, OPEN, OWNERS, ID_BYTES>,
+    Error,
+);
+
+impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> fmt::Display
+    for Rendered<'_, '_, OPEN, OWNERS, ID_BYTES>
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.message(&self.1).fmt(f)
+    }
+}
+
+/// A writer that counts what it writes.
+struct Counted<'a, W: ?Sized> {
+    out: &'a mut W,
+    bytes: &'a mut u64,
+}
+
+impl<W: Write + ?Sized> Write for Counted<'_, W> {
+    fn write_bytes(&mut self, bytes: &[u8]) -> Result<(), BufferFull> {
+        self.out.write_bytes(bytes)?;
+        *self.bytes = self.bytes.saturating_add(bytes.len() as u64);
+        Ok(())
+    }
+
+    fn room(&self) -> usize {
+        self.out.room()
+    }
+}
+
+/// The pipeline's sink while one chunk runs: writes each block's output.
+struct Forward<'a, W: ?Sized> {
+    out: &'a mut W,
+    /// The raw buffer's bytes, from stream offset `raw_start`.
+    raw: &'a [u8],
+    raw_start: u64,
+    /// The bytes pushed now, from stream offset `base`.
+    chunk: &'a [u8],
+    base: u64,
+    accounted: &'a mut u64,
+    after_cr: &'a mut bool,
+    stats: &'a mut Stats,
+    options: Options,
+    /// The frame whose output is being written, and whether its bytes were.
+    frame: Option<u64>,
+    frame_written: bool,
+    failed: bool,
+}
+
+impl<'a, W: Write + ?Sized> Forward<'a, W> {
+    /// Stream bytes `a..b`: the part in the raw buffer, then the part in
+    /// the chunk.
+    fn parts(&self, a: u64, b: u64) -> [&'a [u8]; 2] {
+        let (raw, chunk) = (self.raw, self.chunk);
+        let slice = |bytes: &'a [u8], start: u64| {
+            let end = start.saturating_add(bytes.len() as u64);
+            let at = |x: u64| x.clamp(start, end).saturating_sub(start) as usize;
+            bytes.get(at(a)..at(b)).unwrap_or_default()
+        };
+        [slice(raw, self.raw_start), slice(chunk, self.base)]
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        if self.failed || bytes.is_empty() {
+            return;
+        }
+        match self.out.write_bytes(bytes) {
+            Ok(()) => {
+                self.stats.bytes_out = self.stats.bytes_out.saturating_add(bytes.len() as u64)
+            }
+            Err(BufferFull) => self.failed = true,
+        }
+    }
+
+    /// Writes stream bytes `a..b` as they are, or with LF line ends if the
+    /// reference client could not read them.
+    fn forward(&mut self, a: u64, b: u64) {
+        let parts = self.parts(a, b);
+        let skip_lf = core::mem::replace(self.after_cr, false);
+        if relines::needed(parts, skip_lf) {
+            let mut out = Counted {
+                out: &mut *self.out,
+                bytes: &mut self.stats.bytes_out,
+            };
+            if relines::write(parts, skip_lf, &mut out).is_err() {
+                self.failed = true;
+            }
+            self.stats.relined = self.stats.relined.saturating_add(1);
+            *self.after_cr = parts.iter().rev().find_map(|p| p.last()) == Some(&b'\r');
+        } else {
+            for part in parts {
+                self.write(part);
+            }
+        }
+    }
+
+    /// Before the first output of frame `info`: the bytes before it.
+    fn begin(&mut self, info: &FrameInfo) {
+        if self.frame == Some(info.index) {
+            return;
+        }
+        self.frame = Some(info.index);
+        self.frame_written = false;
+        let from = *self.accounted;
+        self.forward(from, info.start.max(from));
+        *self.accounted = info.end.max(from);
+    }
+
+    /// The frame's own bytes, once (terminated if the stream cut it).
+    fn frame_bytes(&mut self, info: &FrameInfo) {
+        if core::mem::replace(&mut self.frame_written, true) {
+            return;
+        }
+        self.forward(info.start, info.end);
+        self.stats.forwarded = self.stats.forwarded.saturating_add(1);
+        if !info.terminated && self.options.repair {
+            let parts = self.parts(info.start, info.end);
+            let last = parts.iter().rev().find_map(|p| p.last()).copied();
+            let end: &[u8] = if matches!(last, Some(b'\n' | b'\r')) {
+                b"\n"
+            } else {
+                b"\n\n"
+            };
+            self.write(end);
+            self.stats.repairs = self.stats.repairs.saturating_add(1);
+        }
+    }
+}
+
+impl<W: Write + ?Sized> Sink for Forward<'_, W> {
+    fn event(&mut self, event: &Event<'_>, frame: &FrameInfo) -> ControlFlow<()> {
+        self.begin(frame);
+        self.stats.events = self.stats.events.saturating_add(1);
+        if frame.original {
+            self.frame_bytes(frame);
+        } else {
+            let mut out = Counted {
+                out: &mut *self.out,
+                bytes: &mut self.stats.bytes_out,
+            };
+            let written = out
+                .write_bytes(b"data: ")
+                .and_then(|()| encode(event, &mut out))
+                .and_then(|()| out.write_bytes(b"\n\n"));
+            if written.is_err() {
+                self.failed = true;
+            }
+            self.stats.encoded = self.stats.encoded.saturating_add(1);
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn violation(&mut self, _: &Error, frame: &FrameInfo, _: &dyn fmt::Display) -> ControlFlow<()> {
+        self.begin(frame);
+        self.stats.violations = self.stats.violations.saturating_add(1);
+        match self.options.on_violation {
+            OnViolation::Pass if frame.original => {
+                self.frame_bytes(frame);
+                self.stats.passed = self.stats.passed.saturating_add(1);
+            }
+            _ => self.stats.dropped = self.stats.dropped.saturating_add(1),
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn skipped(&mut self, skipped: &Skipped) -> ControlFlow<()> {
+        match *skipped {
+            Skipped::NoData { end, .. } => {
+                self.frame = None;
+                let from = *self.accounted;
+                self.forward(from, end.max(from));
+                *self.accounted = end.max(from);
+                self.stats.forwarded = self.stats.forwarded.saturating_add(1);
+            }
+            Skipped::Ignored(info) => {
+                self.begin(&info);
+                self.frame_bytes(&info);
+            }
+            // Replaced by nothing: its stream goes on in later events.
+            Skipped::Absorbed(info) => self.begin(&info),
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Re-lining a block the reference client cannot read: CR and CRLF line
+/// ends become LF, and a bare `data` line (a field without a colon)
+/// becomes `data:`. The block may come in two parts.
+mod relines {
+    use crate::output::encode::{BufferFull, Write};
+
+    /// What [`walk`] sees.
+    enum Piece<'a> {
+        /// Bytes of a line.
+        Line(&'a [u8]),
+        /// A line end (a CRLF is one); the line was a bare `data`.
+        End { bare_data: bool },
+    }
+
+    /// Walks the lines of `parts` (with `skip_lf`, a leading LF ends no
+    /// line). Stops at the first `Err`.
+    fn walk<E>(
+        parts: [&[u8]; 2],
+        skip_lf: bool,
+        mut visit: impl FnMut(Piece<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut after_cr = skip_lf;
+        // How much of the line so far matches `data`, or `None` once it
+        // cannot be a bare `data` line.
+        let mut data: Option<usize> = Some(0);
+        for part in parts {
+            let mut rest = part;
+            while !rest.is_empty() {
+                let k = memchr::memchr2(b'\n', b'\r', rest).unwrap_or(rest.len());
+                let (line, tail) = rest.split_at(k);
+                if !line.is_empty() {
+                    after_cr = false;
+                    data = data.and_then(|n| {
+                        let m = n.checked_add(line.len())?;
+                        (b"data".get(n..m) == Some(line)).then_some(m)
+                    });
+                    visit(Piece::Line(line))?;
+                }
+                let Some((&c, tail)) = tail.split_first() else {
+                    break;
+                };
+                if !(c == b'\n' && after_cr) {
+                    visit(Piece::End {
+                        bare_data: data == Some(4),
+                    })?;
+                }
+                after_cr = c == b'\r';
+                data = Some(0);
+                rest = tail;
+            }
+        }
+        Ok(())
+    }
+
+    /// True if the bytes read differently to the reference client than to a
+    /// WHATWG parser (or start with the LF of a CRLF already written).
+    pub(super) fn needed(parts: [&[u8]; 2], skip_lf: bool) -> bool {
+        if parts.iter().any(|p| memchr::memchr(b'\r', p).is_some())
+            || (skip_lf
+                && parts.iter().find(|p| !p.is_empty()).and_then(|p| p.first()) == Some(&b'\n'))
+        {
+            return true;
+        }
+        walk(parts, false, |piece| match piece {
+            Piece::End { bare_data: true } => Err(()),
+            _ => Ok(()),
+        })
+        .is_err()
+    }
+
+    /// Writes `parts` with LF line ends and bare `data` lines as `data:`.
+    pub(super) fn write<W: Write + ?Sized>(
+        parts: [&[u8]; 2],
+        skip_lf: bool,
+        out: &mut W,
+    ) -> Result<(), BufferFull> {
+        walk(parts, skip_lf, |piece| match piece {
+            Piece::Line(line) => out.write_bytes(line),
+            Piece::End { bare_data } => {
+                if bare_data {
+                    out.write_bytes(b":")?;
+                }
+                out.write_bytes(b"\n")
+            }
+        })
+    }
+}

@@ -1,0 +1,295 @@
+//! The rewriter: what a gateway forwards.
+//!
+//! * A stream with nothing to change comes out byte for byte; any split of
+//!   the input gives the same output; rewriting twice is rewriting once.
+//! * The output of every corpus stream reads, through the pipeline, as the
+//!   events of the input (chunks expanded), and — stopping or dropping —
+//!   without a violation.
+//! * A writer with room for one block's bound never holds the stream up:
+//!   drained between pushes, it gets the same bytes.
+//! * Each policy: stop, drop, pass, the end-of-stream repair, re-lining.
+
+mod common;
+
+use agui_stream::rewrite::{OnViolation, Options, RewriteError, Rewriter, Stats, frame_bound};
+use agui_stream::{Config, Dialect, Event, FrameInfo, Pipeline, SliceWriter, encode};
+
+/// The rewritten stream, pushed in `piece`-byte pieces, with its stats.
+fn rewrite(stream: &[u8], config: Config, options: Options, piece: usize) -> (Vec<u8>, Stats) {
+    let (mut frames, mut raw) = (vec![0u8; 1 << 16], vec![0u8; 1 << 20]);
+    let mut r = Rewriter::new(&mut frames, &mut raw, config, options);
+    let mut out = Vec::new();
+    for p in stream.chunks(piece.max(1)) {
+        let pushed = r.push(p, &mut out).expect("a Vec has room");
+        assert_eq!(pushed.read, p.len());
+    }
+    r.finish(&mut out).expect("a Vec has room");
+    (out, *r.stats())
+}
+
+/// The events the pipeline reads from `stream` (encoded), and whether it
+/// read them without error.
+fn events(stream: &[u8], config: Config) -> (Vec<Vec<u8>>, Result<(), String>) {
+    let mut buf = vec![0u8; 1 << 20];
+    let mut p = Pipeline::new(&mut buf, config);
+    let mut events = Vec::new();
+    let mut sink = |ev: &Event<'_>, _: &FrameInfo| {
+        let mut json = Vec::new();
+        encode(ev, &mut json).unwrap();
+        events.push(json);
+    };
+    let result = p
+        .push(stream, &mut sink)
+        .and_then(|_| p.finish(&mut sink))
+        .map(drop)
+        .map_err(|e| p.message(&e).to_string());
+    (events, result)
+}
+
+fn streams() -> Vec<(String, Vec<u8>)> {
+    let mut streams = Vec::new();
+    let extra = common::manifest_in(&common::extra_dir());
+    for case in common::manifest().into_iter().chain(extra) {
+        streams.push((case.name.clone(), case.stream()));
+    }
+    for path in common::sse_files(&common::real_dir()) {
+        streams.push((path.display().to_string(), common::read(&path)));
+    }
+    streams
+}
+
+fn config(dialect: Dialect) -> Config {
+    Config::new()
+        .dialect(dialect)
+        .minting(agui_stream::legacy::Minting::Deterministic)
+}
+
+const RUN_STARTED: &str = common::RUN_STARTED;
+const RUN_FINISHED: &str = common::RUN_FINISHED;
+
+#[test]
+#[cfg_attr(miri, ignore = "every corpus stream")]
+fn every_split_gives_the_same_output_and_twice_is_once() {
+    let mut identical = 0;
+    for (name, stream) in streams() {
+        for dialect in [Dialect::V1, Dialect::V0] {
+            for on_violation in [OnViolation::Stop, OnViolation::Drop, OnViolation::Pass] {
+                let options = Options::new().on_violation(on_violation);
+                let (once, _) = rewrite(&stream, config(dialect), options, stream.len());
+                for piece in [1, 7, 64] {
+                    let (split, _) = rewrite(&stream, config(dialect), options, piece);
+                    assert!(
+                        split == once,
+                        "{name} {dialect:?} {on_violation:?} in {piece}-byte pieces"
+                    );
+                }
+                if on_violation == OnViolation::Pass {
+                    // What passed is read again and may go differently.
+                    continue;
+                }
+                let (twice, stats) = rewrite(&once, config(dialect), options, 64);
+                assert!(
+                    twice == once,
+                    "{name} {dialect:?} {on_violation:?}: rewriting the output changed it ({stats:?})\n{}\n---\n{}",
+                    String::from_utf8_lossy(&once),
+                    String::from_utf8_lossy(&twice)
+                );
+                if once == stream {
+                    identical += 1;
+                }
+            }
+        }
+    }
+    assert!(identical > 300, "{identical} streams came out unchanged");
+}
+
+/// The pipeline reads the output as it read the input: the same events
+/// (a chunk as its expansion), then only the repair; stopping or dropping,
+/// the output has no violation.
+#[test]
+#[cfg_attr(miri, ignore = "every corpus stream")]
+fn the_output_reads_as_the_input_did() {
+    let mut repaired = 0;
+    for (name, stream) in streams() {
+        for dialect in [Dialect::V1, Dialect::V0] {
+            let (want, verdict) = events(&stream, config(dialect));
+            for on_violation in [OnViolation::Stop, OnViolation::Drop] {
+                let options = Options::new().on_violation(on_violation);
+                let (out, stats) = rewrite(&stream, config(dialect), options, 64);
+                let (got, result) = events(&out, config(dialect));
+                assert_eq!(
+                    result,
+                    Ok(()),
+                    "{name} {dialect:?} {on_violation:?}: {}",
+                    String::from_utf8_lossy(&out)
+                );
+                if verdict.is_ok() && stats.violations == 0 {
+                    let repairs = got.len() - want.len();
+                    assert_eq!(&got[..want.len()], &want[..], "{name} {dialect:?}");
+                    assert!(repairs <= 1, "{name} {dialect:?}: {repairs} repair events");
+                    repaired += repairs;
+                }
+            }
+        }
+    }
+    assert!(repaired > 10, "{repaired} streams repaired");
+}
+
+/// A writer with room for the bound of the largest block, drained after
+/// each push, gets the output a `Vec` gets; with less room the push says
+/// so and reads nothing.
+#[test]
+#[cfg_attr(miri, ignore = "every corpus stream")]
+fn a_writer_sized_by_the_bound_gets_everything() {
+    let mut held_up = 0;
+    for (name, stream) in streams() {
+        let largest = stream
+            .split(|&b| b == b'\n')
+            .map(|line| line.len() + 2)
+            .sum::<usize>()
+            .min(stream.len());
+        let (want, _) = rewrite(&stream, config(Dialect::V1), Options::new(), 7);
+        let (mut frames, mut raw) = (vec![0u8; 1 << 16], vec![0u8; 1 << 20]);
+        let mut r = Rewriter::new(&mut frames, &mut raw, config(Dialect::V1), Options::new());
+        let mut buf = vec![0u8; frame_bound(largest)];
+        let mut got = Vec::new();
+        for piece in stream.chunks(1460) {
+            let mut rest = piece;
+            while !rest.is_empty() {
+                let mut out = SliceWriter::new(&mut buf);
+                let pushed = r.push(rest, &mut out).expect("room for a block");
+                got.extend_from_slice(out.written());
+                if pushed.read < rest.len() && !pushed.ended {
+                    held_up += 1;
+                }
+                rest = &rest[pushed.read..];
+            }
+        }
+        let mut out = SliceWriter::new(&mut buf);
+        r.finish(&mut out).unwrap();
+        got.extend_from_slice(out.written());
+        assert!(got == want, "{name}");
+    }
+    assert!(held_up > 0);
+    // Too little room: nothing read, nothing lost.
+    let stream = common::sse(&[RUN_STARTED, RUN_FINISHED]);
+    let (mut frames, mut raw) = ([0u8; 256], [0u8; 256]);
+    let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+    let mut small = [0u8; 64];
+    let e = r
+        .push(&stream, &mut SliceWriter::new(&mut small))
+        .unwrap_err();
+    assert!(matches!(e, RewriteError::OutputFull { needed } if needed > 64));
+    let mut out = Vec::new();
+    assert_eq!(r.push(&stream, &mut out).unwrap().read, stream.len());
+    r.finish(&mut out).unwrap();
+    assert_eq!(out, stream);
+}
+
+fn lines(out: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(out)
+        .split("\n\n")
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn stop_ends_with_a_run_error_and_nothing_after() {
+    let stream = common::sse(&[
+        RUN_STARTED,
+        r#"{"type":"TEXT_MESSAGE_END","messageId":"m"}"#,
+        RUN_FINISHED,
+    ]);
+    let (out, stats) = rewrite(&stream, Config::new(), Options::new(), 5);
+    let got = lines(&out);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(got[0], format!("data: {RUN_STARTED}"));
+    assert_eq!(
+        got[1],
+        "data: {\"type\":\"RUN_ERROR\",\"message\":\"Cannot send 'TEXT_MESSAGE_END' event: No active text message found with ID 'm'. A 'TEXT_MESSAGE_START' event must be sent first.\",\"code\":\"AGUI_STREAM_VIOLATION\"}"
+    );
+    assert_eq!((stats.violations, stats.repairs), (1, 1));
+}
+
+#[test]
+fn drop_and_pass_keep_going() {
+    let bad = r#"{"type":"TEXT_MESSAGE_END","messageId":"m"}"#;
+    let stream = common::sse(&[RUN_STARTED, bad, RUN_FINISHED]);
+    let drop = Options::new().on_violation(OnViolation::Drop);
+    let (out, stats) = rewrite(&stream, Config::new(), drop, 5);
+    assert_eq!(out, common::sse(&[RUN_STARTED, RUN_FINISHED]));
+    assert_eq!((stats.violations, stats.dropped), (1, 1));
+    let pass = Options::new().on_violation(OnViolation::Pass);
+    let (out, stats) = rewrite(&stream, Config::new(), pass, 5);
+    assert_eq!(out, stream);
+    assert_eq!((stats.violations, stats.passed), (1, 1));
+}
+
+#[test]
+fn a_run_cut_short_is_repaired_unless_told_not_to() {
+    let stream = common::sse(&[RUN_STARTED, &common::start("m")]);
+    // The last frame lost its blank line as well.
+    let cut = &stream[..stream.len() - 2];
+    let (out, stats) = rewrite(cut, Config::new(), Options::new(), 5);
+    let mut want = stream.clone();
+    want.extend_from_slice(
+        b"data: {\"type\":\"RUN_ERROR\",\"message\":\"the stream ended before the run finished\",\"code\":\"AGUI_STREAM_TRUNCATED\"}\n\n",
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out),
+        String::from_utf8_lossy(&want)
+    );
+    assert_eq!(stats.repairs, 2);
+    let (out, _) = rewrite(cut, Config::new(), Options::new().repair(false), 5);
+    assert_eq!(out, cut);
+    // A run that finished needs nothing.
+    let whole = common::sse(&[RUN_STARTED, RUN_FINISHED]);
+    assert_eq!(rewrite(&whole, Config::new(), Options::new(), 5).0, whole);
+}
+
+#[test]
+fn chunks_are_expanded_and_keep_alives_kept() {
+    let stream = common::sse(&[
+        RUN_STARTED,
+        r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"m","delta":"a"}"#,
+        r#"{"type":"TEXT_MESSAGE_CHUNK","delta":"b"}"#,
+        RUN_FINISHED,
+    ]);
+    let mut input = b": ping\n\n".to_vec();
+    input.extend_from_slice(&stream);
+    let (out, stats) = rewrite(&input, Config::new(), Options::new(), 3);
+    assert_eq!(
+        lines(&out),
+        [
+            ": ping".to_owned(),
+            format!("data: {RUN_STARTED}"),
+            r#"data: {"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}"#.into(),
+            r#"data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"a"}"#.into(),
+            r#"data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"b"}"#.into(),
+            r#"data: {"type":"TEXT_MESSAGE_END","messageId":"m"}"#.into(),
+            format!("data: {RUN_FINISHED}"),
+        ]
+    );
+    assert_eq!((stats.encoded, stats.forwarded), (4, 3));
+}
+
+/// CR and CRLF line ends, and a bare `data` line, come out as the
+/// reference client reads them: LF line ends.
+#[test]
+fn line_ends_the_reference_cannot_read_are_rewritten() {
+    let crlf = format!("data: {RUN_STARTED}\r\nid: 1\r\n\r\n: x\r\rdata: {RUN_FINISHED}\r\r\n\r\n");
+    let (out, stats) = rewrite(crlf.as_bytes(), Config::new(), Options::new(), 1);
+    assert_eq!(
+        String::from_utf8_lossy(&out),
+        format!("data: {RUN_STARTED}\nid: 1\n\n: x\n\ndata: {RUN_FINISHED}\n\n\n")
+    );
+    assert_eq!(stats.relined, 4);
+    let bare = format!("data: {RUN_STARTED}\n\ndata\ndata: {RUN_FINISHED}\n\n");
+    let (out, _) = rewrite(bare.as_bytes(), Config::new(), Options::new(), 1);
+    // The bare line is an empty data line: the payload starts with '\n'.
+    assert_eq!(
+        String::from_utf8_lossy(&out),
+        format!("data: {RUN_STARTED}\n\ndata:\ndata: {RUN_FINISHED}\n\n")
+    );
+}
