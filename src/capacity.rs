@@ -3,7 +3,8 @@
 
 use core::fmt;
 
-/// Which fixed capacity an input exceeded.
+/// Which fixed capacity an input exceeded. Sizes and counts are `u32`
+/// (saturating at `u32::MAX`), which keeps [`crate::Error`] small.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
@@ -11,18 +12,18 @@ pub enum Capacity {
     /// A frame spanning pushes is larger than the framer's buffer.
     FrameBuffer {
         /// The buffer's size in bytes.
-        capacity: usize,
+        capacity: u32,
     },
     /// JSON nested deeper than [`Limits::max_depth`](crate::json::Limits::max_depth).
     JsonDepth {
         /// The limit in force.
-        limit: usize,
+        limit: u32,
     },
     /// A content array whose legacy binary parts would need more sibling
     /// comparisons than the budget allows (V1's upgrade of legacy parts).
     LegacyParts {
         /// Comparisons allowed per array.
-        budget: usize,
+        budget: u32,
     },
     /// More chunk lanes open at once than the normalizer holds.
     Lanes,
@@ -38,13 +39,13 @@ pub enum Capacity {
     /// ([`crate::Config::check_tool_args`]).
     ToolArgs {
         /// Tool calls checked at once.
-        capacity: usize,
+        capacity: u32,
     },
     /// The ids that must be held at once (open ids, subagent ids, a chunk
     /// lane's strings) need more bytes than the id storage has.
     IdBytes {
         /// The storage's size in bytes.
-        capacity: usize,
+        capacity: u32,
     },
 }
 
@@ -81,3 +82,8 @@ impl fmt::Display for Capacity {
 }
 
 impl core::error::Error for Capacity {}
+
+/// `n` as a `u32`, saturating: the sizes and counts errors carry.
+pub(crate) fn saturate(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}

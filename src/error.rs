@@ -24,7 +24,8 @@ pub struct Error {
     /// counts them): for a synthesized event, the frame that caused it.
     pub frame: u64,
     /// Byte offset in the stream: for a JSON error within the frame's first
-    /// `data` line, the offending byte; otherwise the frame's first byte.
+    /// `data` line, the offending byte; otherwise (or past the first 4 GiB
+    /// of a frame held whole in the buffer) the frame's first byte.
     pub offset: u64,
 }
 
@@ -111,9 +112,9 @@ impl Error {
             DecodeError::Json(j) => Error {
                 // Too deep is a capacity, not a syntax error.
                 kind: match j.kind {
-                    JsonErrorKind::TooDeep { limit } => {
-                        ErrorKind::Capacity(Capacity::JsonDepth { limit })
-                    }
+                    JsonErrorKind::TooDeep { limit } => ErrorKind::Capacity(Capacity::JsonDepth {
+                        limit: u32::from(limit),
+                    }),
                     _ => ErrorKind::Json(j),
                 },
                 stage: Stage::Json,
@@ -155,13 +156,14 @@ impl Error {
 /// The stream offset of byte `at` of a frame's payload: exact within the
 /// first `data` line (whose value the payload starts with), else the frame's
 /// first byte. A data value holds no line break, so the payload's first LF
-/// is where the second line's value begins.
-fn stream_offset(payload: &[u8], at: usize, payload_offset: u64, frame_start: u64) -> u64 {
+/// is where the second line's value begins. An offset that saturated (a
+/// payload over 4 GiB) is not exact either.
+fn stream_offset(payload: &[u8], at: u32, payload_offset: u64, frame_start: u64) -> u64 {
+    let saturated = at == u32::MAX && u32::try_from(payload.len()).is_err();
     let first_line = memchr::memchr(b'\n', payload).unwrap_or(payload.len());
-    if at <= first_line {
-        payload_offset.saturating_add(at as u64)
-    } else {
-        frame_start
+    match usize::try_from(at) {
+        Ok(i) if i <= first_line && !saturated => payload_offset.saturating_add(u64::from(at)),
+        _ => frame_start,
     }
 }
 
@@ -214,6 +216,28 @@ mod tests {
 
     fn is_error<E: core::error::Error>() {}
 
+    /// An error is 32 bytes: the frame and the byte (`u64`s), the stage, and
+    /// a 12-byte kind (names as one-byte enums, counts as `u32`s; a
+    /// `ChunkError`'s 12 bytes leave room for `ErrorKind`'s tag).
+    #[test]
+    fn errors_are_small() {
+        use core::mem::size_of;
+        let sizes = [
+            ("Error", size_of::<Error>()),
+            ("ErrorKind", size_of::<ErrorKind>()),
+            ("SchemaError", size_of::<SchemaError>()),
+            ("JsonError", size_of::<JsonError>()),
+            ("ChunkError", size_of::<ChunkError>()),
+            ("Capacity", size_of::<Capacity>()),
+            ("DecodeError", size_of::<DecodeError>()),
+            ("VerifyError", size_of::<VerifyError>()),
+        ];
+        for (name, size) in sizes {
+            std::println!("size_of::<{name}>() = {size}");
+        }
+        assert!(size_of::<Error>() <= 32);
+    }
+
     /// Every error a user sees is a `core::error::Error` and says what went
     /// wrong in words, not as `Debug` prints it.
     #[test]
@@ -231,7 +255,7 @@ mod tests {
         let kinds = [
             ErrorKind::Chunk(ChunkError::Mismatch {
                 kind: LaneKind::Tool,
-                field: "toolCallName",
+                field: crate::Key::ToolCallName,
             }),
             ErrorKind::Chunk(ChunkError::Ambiguous {
                 kind: LaneKind::Text,

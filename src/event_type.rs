@@ -1,4 +1,4 @@
-//! The event types and the top-level member names the protocol defines.
+//! The event types and the member names the protocol defines.
 
 use core::fmt;
 
@@ -50,6 +50,7 @@ macro_rules! names {
         }
     };
 }
+pub(crate) use names;
 
 names! {
     /// An AG-UI event type (the `type` member). Includes the legacy
@@ -158,11 +159,45 @@ impl EventType {
     }
 }
 
-names! {
-    /// A top-level member an event may carry. [`crate::Event::get`] takes one.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-    #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-    pub enum Key {
+/// Defines [`Key`] (the top-level members) and [`Member`] (those, then the
+/// members of nested objects) from one list, with `Member::from(Key)`.
+macro_rules! members {
+    (
+        keys { $($(#[$kmeta:meta])* $key:ident = $ktext:literal,)* }
+        nested { $($(#[$nmeta:meta])* $nested:ident = $ntext:literal,)* }
+    ) => {
+        names! {
+            /// A top-level member an event may carry. [`crate::Event::get`] takes one.
+            #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+            #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+            pub enum Key { $($(#[$kmeta])* $key = $ktext,)* }
+        }
+
+        names! {
+            /// A member name the schemas check, at any depth: every [`Key`],
+            /// then the members of nested objects. A
+            /// [`SchemaError`](crate::SchemaError) names one.
+            #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+            #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+            #[non_exhaustive]
+            pub enum Member {
+                $($(#[$kmeta])* $key = $ktext,)*
+                $($(#[$nmeta])* $nested = $ntext,)*
+            }
+        }
+
+        impl From<Key> for Member {
+            fn from(key: Key) -> Self {
+                match key {
+                    $(Key::$key => Member::$key,)*
+                }
+            }
+        }
+    };
+}
+
+members! {
+    keys {
         /// `type`
         Type = b"type",
         /// `timestamp`
@@ -242,6 +277,80 @@ names! {
         /// `title`
         Title = b"title",
     }
+    nested {
+        /// `arguments`
+        Arguments = b"arguments",
+        /// `cacheWriteInputTokens`
+        CacheWriteInputTokens = b"cacheWriteInputTokens",
+        /// `cachedInputTokens`
+        CachedInputTokens = b"cachedInputTokens",
+        /// `context`
+        Context = b"context",
+        /// `data`
+        Data = b"data",
+        /// `error`
+        Error = b"error",
+        /// `expiresAt`
+        ExpiresAt = b"expiresAt",
+        /// `filename`
+        Filename = b"filename",
+        /// `forwardedProps`
+        ForwardedProps = b"forwardedProps",
+        /// `from`
+        From = b"from",
+        /// `function`
+        Function = b"function",
+        /// `id`
+        Id = b"id",
+        /// `inputTokens`
+        InputTokens = b"inputTokens",
+        /// `interruptId`
+        InterruptId = b"interruptId",
+        /// `interruptIds`
+        InterruptIds = b"interruptIds",
+        /// `interrupts`
+        Interrupts = b"interrupts",
+        /// `mimeType`
+        MimeType = b"mimeType",
+        /// `model`
+        Model = b"model",
+        /// `op`
+        Op = b"op",
+        /// `outputTokens`
+        OutputTokens = b"outputTokens",
+        /// `parameters`
+        Parameters = b"parameters",
+        /// `path`
+        Path = b"path",
+        /// `payload`
+        Payload = b"payload",
+        /// `pendingToolCallIds`
+        PendingToolCallIds = b"pendingToolCallIds",
+        /// `provider`
+        Provider = b"provider",
+        /// `reason`
+        Reason = b"reason",
+        /// `reasoningTokens`
+        ReasoningTokens = b"reasoningTokens",
+        /// `responseSchema`
+        ResponseSchema = b"responseSchema",
+        /// `resume`
+        Resume = b"resume",
+        /// `state`
+        State = b"state",
+        /// `status`
+        Status = b"status",
+        /// `text`
+        Text = b"text",
+        /// `toolCalls`
+        ToolCalls = b"toolCalls",
+        /// `tools`
+        Tools = b"tools",
+        /// `totalTokens`
+        TotalTokens = b"totalTokens",
+        /// `url`
+        Url = b"url",
+    }
 }
 
 #[cfg(test)]
@@ -262,6 +371,11 @@ mod tests {
         }
         for &k in Key::ALL {
             assert_eq!(Key::from_bytes(k.as_str().as_bytes()), Some(k));
+            assert_eq!(Member::from(k).as_str(), k.as_str());
+            assert_eq!(Member::from(k).index(), k.index());
+        }
+        for &m in Member::ALL {
+            assert_eq!(Member::from_bytes(m.as_str().as_bytes()), Some(m));
         }
         assert_eq!(EventType::ALL.len(), 36);
         assert_eq!(EventType::from_bytes(b"custom"), None);

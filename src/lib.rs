@@ -75,11 +75,11 @@ pub use input::{json, sse};
 
 pub use capacity::Capacity;
 pub use check::decode::{DecodeError, decode};
-pub use check::schema::{Dialect, SchemaError, SchemaProblem};
+pub use check::schema::{Dialect, ExpectedKind, SchemaError, SchemaObject, SchemaProblem};
 pub use check::spilled::StandIns;
 pub use error::{Error, ErrorKind, Stage};
 pub use event::Event;
-pub use event_type::{EventType, Key};
+pub use event_type::{EventType, Key, Member};
 pub use output::encode::{
     BufferFull, FmtWriter, SliceWriter, Write, encode, encode_to_slice, write_str,
 };

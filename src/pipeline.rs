@@ -4,7 +4,7 @@
 use core::fmt;
 use core::ops::ControlFlow;
 
-use crate::capacity::Capacity;
+use crate::capacity::{Capacity, saturate};
 use crate::check::decode::{DecodeError, decode};
 use crate::check::legacy::{Minting, Translator};
 use crate::check::normalize::{Normalizer, Stop};
@@ -560,10 +560,10 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             }
             Some(Verdict::Json { error, first_line }) => Error {
                 kind: match error.kind {
-                    JsonErrorKind::TooDeep { limit } => {
-                        ErrorKind::Capacity(Capacity::JsonDepth { limit })
-                    }
-                    _ => ErrorKind::Json(error),
+                    JsonErrorKind::TooDeep { limit } => ErrorKind::Capacity(Capacity::JsonDepth {
+                        limit: u32::from(limit),
+                    }),
+                    _ => ErrorKind::Json(error.json()),
                 },
                 stage: Stage::Json,
                 frame: index,
@@ -835,7 +835,9 @@ fn sse_error(e: sse::Error, frame: u64) -> Error {
             offset: at,
             capacity,
         } => Error {
-            kind: ErrorKind::Capacity(Capacity::FrameBuffer { capacity }),
+            kind: ErrorKind::Capacity(Capacity::FrameBuffer {
+                capacity: saturate(capacity),
+            }),
             stage: Stage::Sse,
             frame,
             offset: at,

@@ -235,7 +235,7 @@ fn million_deep_snapshot_and_raw_event_are_depth_capacity_errors() {
         // The JSON layer alone.
         let e = json::validate(&payload, Limits::new()).unwrap_err();
         assert_eq!(e.kind, JsonErrorKind::TooDeep { limit: 1024 }, "{name}");
-        assert_eq!(e.offset, json_offset, "{name}");
+        assert_eq!(e.offset as usize, json_offset, "{name}");
         // decode().
         match decode(&payload, Dialect::V1, Limits::new()) {
             Err(DecodeError::Json(j)) => {
@@ -363,17 +363,29 @@ fn depth_limit_is_clamped_to_the_bit_stack() {
     let e = json::validate(&nested_arrays(MAX_DEPTH + 1), huge).unwrap_err();
     assert_eq!(
         (e.kind, e.offset),
-        (JsonErrorKind::TooDeep { limit: MAX_DEPTH }, MAX_DEPTH)
+        (
+            JsonErrorKind::TooDeep {
+                limit: MAX_DEPTH as u16
+            },
+            MAX_DEPTH as u32
+        )
     );
     let e = json::validate(&nested_arrays(1_000_000), huge).unwrap_err();
-    assert_eq!(e.kind, JsonErrorKind::TooDeep { limit: MAX_DEPTH });
+    assert_eq!(
+        e.kind,
+        JsonErrorKind::TooDeep {
+            limit: MAX_DEPTH as u16
+        }
+    );
 
     let config = Config::new().limits(huge);
     let (stream, _) = in_run(&snapshot_payload(&nested_arrays(1_000_000)));
     let e = run(&stream, config).err();
     assert_eq!(
         e.kind,
-        ErrorKind::Capacity(Capacity::JsonDepth { limit: MAX_DEPTH })
+        ErrorKind::Capacity(Capacity::JsonDepth {
+            limit: MAX_DEPTH as u32
+        })
     );
     let (stream, _) = in_run(&snapshot_payload(&nested_arrays(MAX_DEPTH - 1)));
     assert_eq!(run(&stream, config).ok().events, 3);
@@ -544,7 +556,9 @@ fn ten_megabyte_frame_through_a_small_buffer_is_checked_as_it_streams() {
     assert_eq!(piece, pieces - 1, "the verdict comes at the frame's end");
     assert_eq!(
         e.kind,
-        ErrorKind::Capacity(Capacity::FrameBuffer { capacity: BUFFER })
+        ErrorKind::Capacity(Capacity::FrameBuffer {
+            capacity: BUFFER as u32
+        })
     );
     assert!(e.is_capacity());
     assert_eq!(
@@ -586,7 +600,7 @@ fn ten_megabyte_frame_through_a_small_buffer_is_checked_as_it_streams() {
         e.kind,
         ErrorKind::Json(json::JsonError {
             kind: JsonErrorKind::ControlCharacter,
-            offset: at
+            offset: at as u32
         })
     );
     assert_eq!(
@@ -1480,7 +1494,9 @@ fn id_bytes_at_and_over_capacity() {
     let e = run_with::<4, 6, 1024>(&chunk(lane - 1), Config::new(), 1 << 16, 0).err();
     assert_eq!(
         e.kind,
-        ErrorKind::Capacity(Capacity::IdBytes { capacity: lane })
+        ErrorKind::Capacity(Capacity::IdBytes {
+            capacity: lane as u32
+        })
     );
     assert_eq!((e.stage, e.frame), (Stage::Chunks, 1));
     // A chunk that replaces its lane's stream reuses the lane's bytes: a

@@ -76,7 +76,9 @@ fn every_buffer_gives_the_verdict_or_names_the_frame_that_did_not_fit() {
                     // A spilled frame's JSON is checked 64 levels deep where
                     // the buffer cannot spare room for more.
                     let too_large = [
-                        ErrorKind::Capacity(Capacity::FrameBuffer { capacity: buffer }),
+                        ErrorKind::Capacity(Capacity::FrameBuffer {
+                            capacity: buffer as u32,
+                        }),
                         ErrorKind::Capacity(Capacity::JsonDepth { limit: 64 }),
                     ];
                     match &got.1 {

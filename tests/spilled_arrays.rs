@@ -205,7 +205,9 @@ fn a_message_larger_than_the_buffer_is_its_capacity() {
     assert_eq!(
         (e.kind, e.frame),
         (
-            ErrorKind::Capacity(Capacity::FrameBuffer { capacity: SMALL }),
+            ErrorKind::Capacity(Capacity::FrameBuffer {
+                capacity: SMALL as u32
+            }),
             1
         )
     );

@@ -105,7 +105,7 @@ fn every_split_of_every_argument_text_gets_the_one_shot_verdict() {
                     let rule = Rule::ToolCallArgs;
                     // A syntax error stops the delta that makes it; an
                     // incomplete text (an error at its end), the END.
-                    let event = if e.offset == args.len() {
+                    let event = if e.offset as usize == args.len() {
                         EventType::ToolCallEnd
                     } else {
                         EventType::ToolCallArgs
@@ -233,7 +233,9 @@ fn a_checked_call_needs_room_and_a_new_run_starts_clean() {
     let (e, _) = run(&open(cap + 1), true).unwrap_err();
     assert_eq!(
         e.kind,
-        ErrorKind::Capacity(Capacity::ToolArgs { capacity: cap })
+        ErrorKind::Capacity(Capacity::ToolArgs {
+            capacity: cap as u32
+        })
     );
     assert_eq!(e.frame, cap as u64 + 1);
     // Unchecked, the same calls only need open-id room.

@@ -72,7 +72,7 @@ fuzz_target!(|input: &[u8]| {
     if let Err(e) = ours {
         // Deeper than our limit: serde_json's skipping parser has none.
         if let JsonErrorKind::TooDeep { limit } = e.kind {
-            assert_eq!(limit, DEPTH);
+            assert_eq!(usize::from(limit), DEPTH);
             return;
         }
     }

@@ -147,7 +147,7 @@ const MEDIUM: usize = 512;
 fn did_not_fit(e: &Error, buffer: usize) -> bool {
     use agui_stream::{Capacity, ErrorKind};
     match e.kind {
-        ErrorKind::Capacity(Capacity::FrameBuffer { capacity }) => capacity == buffer,
+        ErrorKind::Capacity(Capacity::FrameBuffer { capacity }) => capacity as usize == buffer,
         ErrorKind::Capacity(Capacity::JsonDepth { limit }) => limit == 64,
         // The owners of a message history read element by element are
         // remembered as forgotten ones.

@@ -2,12 +2,12 @@
 
 use core::fmt;
 
-use crate::capacity::Capacity;
+use crate::capacity::{Capacity, saturate};
 use crate::check::schema::{
-    self, Dialect, Fault, Presence, SchemaError, SchemaProblem, Site, Verdict,
+    self, Dialect, Fault, Presence, SchemaError, SchemaObject, SchemaProblem, Site, Verdict,
 };
 use crate::event::Event;
-use crate::event_type::{EventType, Key};
+use crate::event_type::{EventType, Key, Member};
 use crate::input::json::{self, JsonError, JsonKind, Limits, RawJson};
 use crate::string::JsonStr;
 
@@ -96,7 +96,7 @@ pub fn decode(
     .map_err(DecodeError::Json)?;
     let root = RawJson::trusted(payload);
     if root.kind() != JsonKind::Object {
-        return Err(schema_err(None, "event", "", SchemaProblem::NotAnObject));
+        return Err(schema_err(None, SchemaProblem::NotAnObject));
     }
     let type_value = values
         .get(Key::Type as usize)
@@ -105,22 +105,12 @@ pub fn decode(
         .and_then(|v| v.as_str())
         .filter(|s| !s.is_empty());
     let Some(type_name) = type_value else {
-        return Err(schema_err(
-            None,
-            "event",
-            "type",
-            SchemaProblem::MissingType,
-        ));
+        return Err(schema_err(Some(Member::Type), SchemaProblem::MissingType));
     };
     let Some(ty) = by_name(type_name, EventType::from_bytes) else {
         return match dialect {
             Dialect::V1 => Ok(None),
-            Dialect::V0 => Err(schema_err(
-                None,
-                "event",
-                "type",
-                SchemaProblem::UnknownType,
-            )),
+            Dialect::V0 => Err(schema_err(Some(Member::Type), SchemaProblem::UnknownType)),
         };
     };
     let mut event = Event::empty(ty, dialect, Some(root));
@@ -130,8 +120,8 @@ pub fn decode(
     }
     for f in fields {
         let site = || Site {
-            object: "event",
-            field: f.key.as_str(),
+            object: SchemaObject::Event,
+            field: Some(Member::from(f.key)),
         };
         let value = values.get(f.key as usize).copied().flatten();
         let kept = match (value, f.presence) {
@@ -154,11 +144,16 @@ pub fn decode(
                 match checked {
                     Ok(v) => v,
                     Err(Fault::Schema(site, problem)) => {
-                        return Err(schema_err(Some(ty), site.object, site.field, problem));
+                        return Err(DecodeError::Schema(SchemaError {
+                            event: Some(ty),
+                            object: site.object,
+                            field: site.field,
+                            problem,
+                        }));
                     }
                     Err(Fault::LegacyPartBudget) => {
                         return Err(DecodeError::Capacity(Capacity::LegacyParts {
-                            budget: schema::LEGACY_COMPARISON_BUDGET,
+                            budget: saturate(schema::LEGACY_COMPARISON_BUDGET),
                         }));
                     }
                 }
@@ -169,15 +164,11 @@ pub fn decode(
     Ok(Some(event))
 }
 
-fn schema_err(
-    event: Option<EventType>,
-    object: &'static str,
-    field: &'static str,
-    problem: SchemaProblem,
-) -> DecodeError {
+/// A problem with the event's top level before its type is known.
+fn schema_err(field: Option<Member>, problem: SchemaProblem) -> DecodeError {
     DecodeError::Schema(SchemaError {
-        event,
-        object,
+        event: None,
+        object: SchemaObject::Event,
         field,
         problem,
     })
@@ -241,7 +232,7 @@ mod tests {
         assert_eq!(
             problem(v1(s)),
             SchemaProblem::WrongKind {
-                expected: "object",
+                expected: schema::ExpectedKind::Object,
                 found: JsonKind::Null
             }
         );
@@ -282,6 +273,54 @@ mod tests {
         assert_eq!(problem(v1(s)), SchemaProblem::NotSafeInteger);
         let s = r#"{"type":"TEXT_MESSAGE_END","messageId":"m","timestamp":2.0}"#;
         assert_eq!(v1(s).unwrap().unwrap().timestamp(), Some(2.0));
+    }
+
+    /// The names an error holds as enums print as the reference spells them.
+    #[test]
+    fn schema_errors_in_words() {
+        extern crate std;
+        use std::string::ToString;
+        let words = |r: Result<Option<Event<'_>>, DecodeError>| r.unwrap_err().to_string();
+        assert_eq!(
+            words(v1("[]")),
+            "Invalid event: the frame is not a JSON object."
+        );
+        assert_eq!(
+            words(v1(r#"{"type":"RUN_STARTED","threadId":1,"runId":"r"}"#)),
+            "Invalid RUN_STARTED event: event.threadId: expected string, received number"
+        );
+        assert_eq!(
+            words(v0(
+                r#"{"type":"RUN_STARTED","threadId":"t","runId":"r","input":{"threadId":"t","runId":"r","messages":[],"context":[]}}"#
+            )),
+            "Invalid RUN_STARTED event: RunAgentInput.tools is required"
+        );
+        assert_eq!(
+            words(v1(
+                r#"{"type":"MESSAGES_SNAPSHOT","messages":[{"id":"u","role":"user","content":5}]}"#
+            )),
+            "Invalid MESSAGES_SNAPSHOT event: UserMessage.content: expected string or array, received number"
+        );
+        assert_eq!(
+            words(v0(
+                r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"success","x":1}}"#
+            )),
+            "Invalid RUN_FINISHED event: SuccessOutcome: unrecognized member"
+        );
+        let e = match v0(
+            r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"x"}}"#,
+        ) {
+            Err(DecodeError::Schema(e)) => e,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            (e.object, e.field, e.problem),
+            (
+                SchemaObject::Event,
+                Some(Member::Type),
+                SchemaProblem::UnknownVariant
+            )
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@
 
 use core::fmt;
 
-use crate::capacity::Capacity;
+use crate::capacity::{Capacity, saturate};
 use crate::check::schema::{Dialect, TEXT_ROLE_VALUES, TEXT_ROLES};
 use crate::event::Event;
 use crate::event_type::{EventType, Key};
@@ -87,8 +87,9 @@ pub enum ChunkError {
     Mismatch {
         /// What the lane streams.
         kind: LaneKind,
-        /// The field (`role`, `name`, `toolCallName`, `parentMessageId`).
-        field: &'static str,
+        /// The field ([`Key::Role`], [`Key::Name`], [`Key::ToolCallName`] or
+        /// [`Key::ParentMessageId`]).
+        field: Key,
     },
     /// A chunk names an id open in another subagent's lane.
     SubagentMismatch(LaneKind),
@@ -98,7 +99,7 @@ pub enum ChunkError {
         /// What the lanes stream.
         kind: LaneKind,
         /// How many are open.
-        lanes: usize,
+        lanes: u32,
     },
     /// More lanes than the normalizer holds ([`Capacity::Lanes`]), or
     /// lanes whose strings need more bytes than its storage
@@ -442,7 +443,7 @@ impl<const LANES: usize, const LANE_BYTES: usize> Normalizer<LANES, LANE_BYTES> 
                 self.detail.keep([None; 3]);
                 Err(ChunkError::Ambiguous {
                     kind,
-                    lanes: more.saturating_add(1),
+                    lanes: saturate(more.saturating_add(1)),
                 })
             }
             (None, _) => Ok(LaneOwner::Tag),
@@ -549,7 +550,7 @@ impl<const LANES: usize, const LANE_BYTES: usize> Normalizer<LANES, LANE_BYTES> 
                 .map_or(0, |l| l.block().len());
             if need > self.pool.free().saturating_add(freed) {
                 let full = Capacity::IdBytes {
-                    capacity: LANE_BYTES,
+                    capacity: saturate(LANE_BYTES),
                 };
                 return Err(Stop::Chunk(ChunkError::Capacity(full)));
             }
@@ -557,7 +558,7 @@ impl<const LANES: usize, const LANE_BYTES: usize> Normalizer<LANES, LANE_BYTES> 
                 self.close(i, emit)?;
             }
             let full = Stop::Chunk(ChunkError::Capacity(Capacity::IdBytes {
-                capacity: LANE_BYTES,
+                capacity: saturate(LANE_BYTES),
             }));
             let block = self.pool.alloc(&parts).map_err(|_| full)?;
             let mut starts = [0u16; 4];
@@ -608,25 +609,24 @@ impl<const LANES: usize, const LANE_BYTES: usize> Normalizer<LANES, LANE_BYTES> 
             return Ok(());
         };
         let pool = &self.pool;
-        let checks: [(&'static str, Option<JsonStr<'_>>, Option<JsonStr<'_>>); 2] = match lane.kind
-        {
+        let checks: [(Key, Option<JsonStr<'_>>, Option<JsonStr<'_>>); 2] = match lane.kind {
             LaneKind::Text => {
                 let role = TEXT_ROLE_VALUES
                     .get(usize::from(lane.role))
                     .and_then(RawJson::as_str);
                 [
-                    ("role", chunk.role(), role),
-                    ("name", chunk.name(), lane.text(pool, Part::Name)),
+                    (Key::Role, chunk.role(), role),
+                    (Key::Name, chunk.name(), lane.text(pool, Part::Name)),
                 ]
             }
             LaneKind::Tool => [
                 (
-                    "toolCallName",
+                    Key::ToolCallName,
                     chunk.tool_call_name(),
                     lane.text(pool, Part::Name),
                 ),
                 (
-                    "parentMessageId",
+                    Key::ParentMessageId,
                     chunk.parent_message_id(),
                     lane.text(pool, Part::Parent),
                 ),
@@ -931,7 +931,7 @@ mod tests {
             expand(Dialect::V1, &evs),
             Err(ChunkError::Mismatch {
                 kind: LaneKind::Text,
-                field: "role"
+                field: Key::Role
             })
         );
         assert_eq!(expand(Dialect::V0, &evs).unwrap().len(), 3);

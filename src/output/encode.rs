@@ -179,7 +179,7 @@ fn write_shaped<W: Write + ?Sized>(
     match *shape {
         Shape::Object(o) if v.kind() == JsonKind::Object => write_object(v, o, None, out),
         Shape::Union(u) if v.kind() == JsonKind::Object => match schema::variant(v, u) {
-            Some(o) => write_object(v, o, Some(u.tag), out),
+            Some(o) => write_object(v, o, Some(u.tag.as_str()), out),
             None => write_any(v, out),
         },
         Shape::Array(item) | Shape::NonEmptyArray(item) if v.kind() == JsonKind::Array => {
@@ -265,7 +265,7 @@ fn write_object<W: Write + ?Sized>(
         write_any(t, out)?;
     }
     for (f, value) in schema::written_fields(v, o) {
-        member(JsonStr::from_escaped(f.name.as_bytes()), out)?;
+        member(JsonStr::from_escaped(f.name.as_str().as_bytes()), out)?;
         write_shaped(value, &f.shape, out)?;
     }
     if o.extra == Extra::Keep {

@@ -108,7 +108,7 @@ impl Serialize for Shaped<'_> {
                 Some(obj) => ShapedObject {
                     value: v,
                     obj,
-                    tag: Some(u.tag),
+                    tag: Some(u.tag.as_str()),
                 }
                 .serialize(s),
                 None => v.serialize(s),
@@ -191,7 +191,7 @@ impl Serialize for ShapedObject<'_> {
         }
         for (f, value) in schema::written_fields(v, o) {
             map.serialize_entry(
-                f.name,
+                f.name.as_str(),
                 &Shaped {
                     value,
                     shape: &f.shape,

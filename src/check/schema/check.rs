@@ -13,8 +13,8 @@ pub(crate) enum Verdict {
 /// Where a problem is, for the error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Site {
-    pub(crate) object: &'static str,
-    pub(crate) field: &'static str,
+    pub(crate) object: SchemaObject,
+    pub(crate) field: Option<Member>,
 }
 
 /// Why a check failed: the value breaks a rule, or checking it would
@@ -32,7 +32,7 @@ fn fail(site: Site, problem: SchemaProblem) -> Check {
     Err(Fault::Schema(site, problem))
 }
 
-fn wrong(site: Site, expected: &'static str, v: RawJson<'_>) -> Check {
+fn wrong(site: Site, expected: ExpectedKind, v: RawJson<'_>) -> Check {
     fail(
         site,
         SchemaProblem::WrongKind {
@@ -90,17 +90,17 @@ pub(crate) fn check(v: RawJson<'_>, shape: &Shape, site: Site) -> Check {
         Shape::NonNull => keep,
         Shape::Str => match v.kind() {
             JsonKind::String => keep,
-            _ => wrong(site, "string", v),
+            _ => wrong(site, ExpectedKind::String, v),
         },
         Shape::Bool => match v.kind() {
             JsonKind::Bool => keep,
-            _ => wrong(site, "boolean", v),
+            _ => wrong(site, ExpectedKind::Boolean, v),
         },
         // A valid JSON number always reads as a double (1e400 as infinity).
         Shape::Number if v.kind() == JsonKind::Number => keep,
         Shape::Number | Shape::SafeInt | Shape::Count | Shape::NonNegInt => {
             let Some(x) = v.as_f64() else {
-                return wrong(site, "number", v);
+                return wrong(site, ExpectedKind::Number, v);
             };
             match *shape {
                 Shape::Number => keep,
@@ -116,24 +116,24 @@ pub(crate) fn check(v: RawJson<'_>, shape: &Shape, site: Site) -> Check {
         Shape::OneOf(allowed) => match v.as_str() {
             Some(s) if allowed.iter().any(|a| s.eq_str(a)) => keep,
             Some(_) => fail(site, SchemaProblem::NotAllowed),
-            None => wrong(site, "string", v),
+            None => wrong(site, ExpectedKind::String, v),
         },
         Shape::Pointer => match v.as_str() {
             Some(s) if is_json_pointer(s.chars()) => keep,
             Some(_) => fail(site, SchemaProblem::BadPointer),
-            None => wrong(site, "string", v),
+            None => wrong(site, ExpectedKind::String, v),
         },
         Shape::Record | Shape::Dict => match v.kind() {
             JsonKind::Object => keep,
-            _ => wrong(site, "object", v),
+            _ => wrong(site, ExpectedKind::Object, v),
         },
         Shape::Object(o) => match v.kind() {
             JsonKind::Object => check_object(v, o),
-            _ => wrong(site, "object", v),
+            _ => wrong(site, ExpectedKind::Object, v),
         },
         Shape::Array(item) | Shape::NonEmptyArray(item) => {
             if v.kind() != JsonKind::Array {
-                return wrong(site, "array", v);
+                return wrong(site, ExpectedKind::Array, v);
             }
             let (mut kept, mut elements, mut legacy) = (0usize, 0usize, 0usize);
             for e in v.elements() {
@@ -155,7 +155,7 @@ pub(crate) fn check(v: RawJson<'_>, shape: &Shape, site: Site) -> Check {
         }
         Shape::Union(u) => {
             if v.kind() != JsonKind::Object {
-                return wrong(site, "object", v);
+                return wrong(site, ExpectedKind::Object, v);
             }
             match variant(v, u) {
                 Some(o) => check_object(v, o),
@@ -163,7 +163,7 @@ pub(crate) fn check(v: RawJson<'_>, shape: &Shape, site: Site) -> Check {
                 None => fail(
                     Site {
                         object: site.object,
-                        field: u.tag,
+                        field: Some(u.tag),
                     },
                     SchemaProblem::UnknownVariant,
                 ),
@@ -173,7 +173,7 @@ pub(crate) fn check(v: RawJson<'_>, shape: &Shape, site: Site) -> Check {
             JsonKind::String => keep,
             _ => match check(v, inner, site) {
                 Err(Fault::Schema(s, SchemaProblem::WrongKind { .. })) => {
-                    wrong(s, "string or array", v)
+                    wrong(s, ExpectedKind::StringOrArray, v)
                 }
                 other => other,
             },
@@ -183,7 +183,7 @@ pub(crate) fn check(v: RawJson<'_>, shape: &Shape, site: Site) -> Check {
 
 /// The variant a union value's tag selects (last tag member wins).
 pub(crate) fn variant(v: RawJson<'_>, u: &Union) -> Option<&'static Obj> {
-    let tag = v.get(u.tag)?.as_str()?;
+    let tag = v.get(u.tag.as_str())?.as_str()?;
     u.variants
         .iter()
         .find(|(name, _)| tag.eq_str(name))
@@ -215,7 +215,7 @@ pub(crate) fn written_fields<'a>(
 pub(crate) fn kept_unlisted(name: JsonStr<'_>, o: &Obj, tag: Option<&str>) -> bool {
     !(tag.is_some_and(|t| name.eq_str(t))
         || name.eq_str("__proto__")
-        || o.fields.iter().any(|f| name.eq_str(f.name)))
+        || o.fields.iter().any(|f| name.eq_str(f.name.as_str())))
 }
 
 /// Whether a top-level member of a V0 event passes through as received:
@@ -244,7 +244,7 @@ pub(crate) fn collect<'a>(
     let mut extra = false;
     let mut proto = None;
     for (k, val) in v.members() {
-        match o.fields.iter().position(|f| k.eq_str(f.name)) {
+        match o.fields.iter().position(|f| k.eq_str(f.name.as_str())) {
             Some(i) => {
                 if let Some(s) = slots.get_mut(i) {
                     *s = Some(val);
@@ -262,7 +262,7 @@ pub(crate) fn collect<'a>(
     if let Some(proto) = proto.filter(|p| p.kind() == JsonKind::Object) {
         for (f, slot) in o.fields.iter().zip(slots.iter_mut()) {
             if slot.is_none() {
-                *slot = proto.get(f.name);
+                *slot = proto.get(f.name.as_str());
             }
         }
     }
@@ -308,7 +308,7 @@ fn check_object(v: RawJson<'_>, o: &Obj) -> Check {
                 &Str,
                 Site {
                     object: b.source_name(),
-                    field: "value",
+                    field: Some(Member::Value),
                 },
             ),
         };
@@ -318,7 +318,7 @@ fn check_object(v: RawJson<'_>, o: &Obj) -> Check {
         return fail(
             Site {
                 object: o.name,
-                field: "",
+                field: None,
             },
             SchemaProblem::UnknownMember,
         );
@@ -329,7 +329,7 @@ fn check_object(v: RawJson<'_>, o: &Obj) -> Check {
     for (f, slot) in o.fields.iter().zip(slots) {
         let site = Site {
             object: o.name,
-            field: f.name,
+            field: Some(f.name),
         };
         if let Some(value) = present(slot, f.presence, site)? {
             check(value, &f.shape, site)?;
@@ -339,7 +339,7 @@ fn check_object(v: RawJson<'_>, o: &Obj) -> Check {
         return fail(
             Site {
                 object: o.name,
-                field: "",
+                field: None,
             },
             SchemaProblem::BinaryPayload,
         );
@@ -395,11 +395,11 @@ impl<'a> LegacyBinary<'a> {
         if self.from_data { "data" } else { "url" }
     }
 
-    fn source_name(&self) -> &'static str {
+    fn source_name(&self) -> SchemaObject {
         if self.from_data {
-            "DataSource"
+            SchemaObject::DataSource
         } else {
-            "UrlSource"
+            SchemaObject::UrlSource
         }
     }
 }
@@ -497,7 +497,7 @@ fn truthy(v: RawJson<'_>) -> bool {
 /// True if `v` has a member that is neither a listed field nor the `type` tag.
 fn has_unlisted(v: RawJson<'_>, o: &Obj) -> bool {
     v.members()
-        .any(|(k, _)| !k.eq_str("type") && !o.fields.iter().any(|f| k.eq_str(f.name)))
+        .any(|(k, _)| !k.eq_str("type") && !o.fields.iter().any(|f| k.eq_str(f.name.as_str())))
 }
 
 fn binary_payload(v: RawJson<'_>) -> bool {

@@ -14,7 +14,7 @@
 
 use core::fmt;
 
-use crate::event_type::{EventType, Key};
+use crate::event_type::{EventType, Key, Member, names};
 use crate::input::json::{JsonKind, RawJson};
 use crate::string::JsonStr;
 
@@ -92,14 +92,14 @@ pub(crate) enum Extra {
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Field {
-    pub(crate) name: &'static str,
+    pub(crate) name: Member,
     pub(crate) shape: Shape,
     pub(crate) presence: Presence,
 }
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Obj {
-    pub(crate) name: &'static str,
+    pub(crate) name: SchemaObject,
     pub(crate) fields: &'static [Field],
     pub(crate) extra: Extra,
     pub(crate) special: Special,
@@ -118,7 +118,7 @@ pub(crate) enum Special {
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Union {
-    pub(crate) tag: &'static str,
+    pub(crate) tag: Member,
     pub(crate) variants: &'static [(&'static str, &'static Obj)],
     /// V1 drops an element whose tag it does not know; V0 rejects it.
     pub(crate) drop_unknown: bool,
@@ -138,13 +138,147 @@ pub(crate) struct EventField {
 pub struct SchemaError {
     /// The event type, once known.
     pub event: Option<EventType>,
-    /// The object the problem is in: `"event"` or a nested shape's name
-    /// (`"Message"`, `"TokenUsage"`, …).
-    pub object: &'static str,
-    /// The member concerned (empty when the problem is the whole value).
-    pub field: &'static str,
+    /// The object the problem is in: the event or a nested shape
+    /// (`UserMessage`, `TokenUsage`, …).
+    pub object: SchemaObject,
+    /// The member concerned (`None` when the problem is the whole value).
+    pub field: Option<Member>,
     /// What is wrong.
     pub problem: SchemaProblem,
+}
+
+names! {
+    /// The object a [`SchemaError`] is in: the event itself, or a nested
+    /// shape as the reference's schemas name it.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+    #[non_exhaustive]
+    pub enum SchemaObject {
+        /// The event's top level: `event`
+        Event = b"event",
+        /// `ActivityMessage`
+        ActivityMessage = b"ActivityMessage",
+        /// `AddOperation`
+        AddOperation = b"AddOperation",
+        /// `AssistantMessage`
+        AssistantMessage = b"AssistantMessage",
+        /// `AudioInputContent`
+        AudioInputContent = b"AudioInputContent",
+        /// `AudioPart`
+        AudioPart = b"AudioPart",
+        /// `BinaryInputContent`
+        BinaryInputContent = b"BinaryInputContent",
+        /// `CancelledOutcome`
+        CancelledOutcome = b"CancelledOutcome",
+        /// `Context`
+        Context = b"Context",
+        /// `CopyOperation`
+        CopyOperation = b"CopyOperation",
+        /// `DataSource`
+        DataSource = b"DataSource",
+        /// `DeveloperMessage`
+        DeveloperMessage = b"DeveloperMessage",
+        /// `DocumentInputContent`
+        DocumentInputContent = b"DocumentInputContent",
+        /// `DocumentPart`
+        DocumentPart = b"DocumentPart",
+        /// `FileSource`
+        FileSource = b"FileSource",
+        /// `FunctionCall`
+        FunctionCall = b"FunctionCall",
+        /// `ImageInputContent`
+        ImageInputContent = b"ImageInputContent",
+        /// `ImagePart`
+        ImagePart = b"ImagePart",
+        /// `InputContentDataSource`
+        InputContentDataSource = b"InputContentDataSource",
+        /// `InputContentUrlSource`
+        InputContentUrlSource = b"InputContentUrlSource",
+        /// `Interrupt`
+        Interrupt = b"Interrupt",
+        /// `InterruptOutcome`
+        InterruptOutcome = b"InterruptOutcome",
+        /// `MoveOperation`
+        MoveOperation = b"MoveOperation",
+        /// `ReasoningMessage`
+        ReasoningMessage = b"ReasoningMessage",
+        /// `RemoveOperation`
+        RemoveOperation = b"RemoveOperation",
+        /// `ReplaceOperation`
+        ReplaceOperation = b"ReplaceOperation",
+        /// `ResumeEntry`
+        ResumeEntry = b"ResumeEntry",
+        /// `RunAgentInput`
+        RunAgentInput = b"RunAgentInput",
+        /// `SuccessOutcome`
+        SuccessOutcome = b"SuccessOutcome",
+        /// `SuspendedOutcome`
+        SuspendedOutcome = b"SuspendedOutcome",
+        /// `SystemMessage`
+        SystemMessage = b"SystemMessage",
+        /// `TestOperation`
+        TestOperation = b"TestOperation",
+        /// `TextInputContent`
+        TextInputContent = b"TextInputContent",
+        /// `TextPart`
+        TextPart = b"TextPart",
+        /// `TokenUsage`
+        TokenUsage = b"TokenUsage",
+        /// `Tool`
+        Tool = b"Tool",
+        /// `ToolCall`
+        ToolCall = b"ToolCall",
+        /// `ToolMessage`
+        ToolMessage = b"ToolMessage",
+        /// `UrlSource`
+        UrlSource = b"UrlSource",
+        /// `UserMessage`
+        UserMessage = b"UserMessage",
+        /// `VideoInputContent`
+        VideoInputContent = b"VideoInputContent",
+        /// `VideoPart`
+        VideoPart = b"VideoPart",
+    }
+}
+
+/// The JSON kind a [`SchemaProblem::WrongKind`] expected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum ExpectedKind {
+    /// `string`
+    String,
+    /// `boolean`
+    Boolean,
+    /// `number`
+    Number,
+    /// `object`
+    Object,
+    /// `array`
+    Array,
+    /// `string or array`
+    StringOrArray,
+}
+
+impl ExpectedKind {
+    /// The words the error uses: `"string"`, `"boolean"`, `"number"`,
+    /// `"object"`, `"array"` or `"string or array"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ExpectedKind::String => "string",
+            ExpectedKind::Boolean => "boolean",
+            ExpectedKind::Number => "number",
+            ExpectedKind::Object => "object",
+            ExpectedKind::Array => "array",
+            ExpectedKind::StringOrArray => "string or array",
+        }
+    }
+}
+
+impl fmt::Display for ExpectedKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// The rule a [`SchemaError`] broke.
@@ -164,8 +298,8 @@ pub enum SchemaProblem {
     Null,
     /// A member has the wrong JSON kind.
     WrongKind {
-        /// What was expected (`"string"`, `"array"`, …).
-        expected: &'static str,
+        /// What was expected.
+        expected: ExpectedKind,
         /// What was found.
         found: JsonKind,
     },
@@ -196,7 +330,7 @@ impl fmt::Display for SchemaError {
             // The reference's transport check words it this way.
             None => f.write_str("Invalid event: ")?,
         }
-        let field = self.field;
+        let field = self.field.map_or("", Member::as_str);
         let object = self.object;
         match self.problem {
             SchemaProblem::NotAnObject => f.write_str("the frame is not a JSON object."),
@@ -235,35 +369,35 @@ impl core::error::Error for SchemaError {}
 
 // ------------------------------------------------------------------ builders
 
-const fn req(name: &'static str, shape: Shape) -> Field {
+const fn req(name: Member, shape: Shape) -> Field {
     Field {
         name,
         shape,
         presence: Presence::Required,
     }
 }
-const fn opt(name: &'static str, shape: Shape) -> Field {
+const fn opt(name: Member, shape: Shape) -> Field {
     Field {
         name,
         shape,
         presence: Presence::Optional,
     }
 }
-const fn nul(name: &'static str, shape: Shape) -> Field {
+const fn nul(name: Member, shape: Shape) -> Field {
     Field {
         name,
         shape,
         presence: Presence::NullAbsent,
     }
 }
-const fn dflt(name: &'static str, shape: Shape, value: &'static [u8]) -> Field {
+const fn dflt(name: Member, shape: Shape, value: &'static [u8]) -> Field {
     Field {
         name,
         shape,
         presence: Presence::Default(RawJson::exact(value)),
     }
 }
-const fn obj(name: &'static str, extra: Extra, fields: &'static [Field]) -> Obj {
+const fn obj(name: SchemaObject, extra: Extra, fields: &'static [Field]) -> Obj {
     Obj {
         name,
         fields,
@@ -301,6 +435,8 @@ const fn edflt(key: Key, shape: Shape, value: &'static [u8]) -> EventField {
 }
 
 use Extra::{Keep, Reject, Strip};
+use Member as M;
+use SchemaObject as O;
 use Shape::{Any, Bool, Count, NonNull, Pointer, Record, SafeInt, Str};
 
 mod v0;
@@ -323,8 +459,8 @@ mod tests {
         RawJson::parse(s.as_bytes(), Limits::new()).unwrap()
     }
     const SITE: Site = Site {
-        object: "t",
-        field: "f",
+        object: SchemaObject::Event,
+        field: Some(Member::Value),
     };
 
     #[test]
@@ -511,6 +647,14 @@ mod tests {
         let (slots, _) = collect(op, &v1::ADD);
         assert_eq!(slots[0].unwrap().as_bytes(), br#""/a""#);
         assert_eq!(slots[1].unwrap().as_bytes(), b"5");
+    }
+
+    #[test]
+    fn object_names_round_trip() {
+        for (i, &o) in SchemaObject::ALL.iter().enumerate() {
+            assert_eq!(o.index(), i);
+            assert_eq!(SchemaObject::from_bytes(o.as_str().as_bytes()), Some(o));
+        }
     }
 
     #[test]

@@ -5,40 +5,40 @@ use super::*;
 const NON_NEG: Shape = Shape::NonNegInt;
 
 const DATA_SOURCE: Obj = obj(
-    "InputContentDataSource",
+    O::InputContentDataSource,
     Strip,
-    &[req("value", Str), req("mimeType", Str)],
+    &[req(M::Value, Str), req(M::MimeType, Str)],
 );
 const URL_SOURCE: Obj = obj(
-    "InputContentUrlSource",
+    O::InputContentUrlSource,
     Strip,
-    &[req("value", Str), opt("mimeType", Str)],
+    &[req(M::Value, Str), opt(M::MimeType, Str)],
 );
 const SOURCE: Union = Union {
-    tag: "type",
+    tag: M::Type,
     variants: &[("data", &DATA_SOURCE), ("url", &URL_SOURCE)],
     drop_unknown: false,
 };
-const TEXT: Obj = obj("TextInputContent", Strip, &[req("text", Str)]);
-const MEDIA_FIELDS: &[Field] = &[req("source", Shape::Union(&SOURCE)), opt("metadata", Any)];
-const IMAGE: Obj = obj("ImageInputContent", Strip, MEDIA_FIELDS);
-const AUDIO: Obj = obj("AudioInputContent", Strip, MEDIA_FIELDS);
-const VIDEO: Obj = obj("VideoInputContent", Strip, MEDIA_FIELDS);
-const DOCUMENT: Obj = obj("DocumentInputContent", Strip, MEDIA_FIELDS);
+const TEXT: Obj = obj(O::TextInputContent, Strip, &[req(M::Text, Str)]);
+const MEDIA_FIELDS: &[Field] = &[req(M::Source, Shape::Union(&SOURCE)), opt(M::Metadata, Any)];
+const IMAGE: Obj = obj(O::ImageInputContent, Strip, MEDIA_FIELDS);
+const AUDIO: Obj = obj(O::AudioInputContent, Strip, MEDIA_FIELDS);
+const VIDEO: Obj = obj(O::VideoInputContent, Strip, MEDIA_FIELDS);
+const DOCUMENT: Obj = obj(O::DocumentInputContent, Strip, MEDIA_FIELDS);
 const BINARY: Obj = Obj {
-    name: "BinaryInputContent",
+    name: O::BinaryInputContent,
     fields: &[
-        req("mimeType", Str),
-        opt("id", Str),
-        opt("url", Str),
-        opt("data", Str),
-        opt("filename", Str),
+        req(M::MimeType, Str),
+        opt(M::Id, Str),
+        opt(M::Url, Str),
+        opt(M::Data, Str),
+        opt(M::Filename, Str),
     ],
     extra: Strip,
     special: Special::BinaryPayload,
 };
 const INPUT_CONTENT: Union = Union {
-    tag: "type",
+    tag: M::Type,
     variants: &[
         ("text", &TEXT),
         ("image", &IMAGE),
@@ -51,99 +51,99 @@ const INPUT_CONTENT: Union = Union {
 };
 
 const FUNCTION_CALL: Obj = obj(
-    "FunctionCall",
+    O::FunctionCall,
     Strip,
-    &[req("name", Str), req("arguments", Str)],
+    &[req(M::Name, Str), req(M::Arguments, Str)],
 );
 const TOOL_CALL: Obj = obj(
-    "ToolCall",
+    O::ToolCall,
     Strip,
     &[
-        req("id", Str),
-        req("type", Shape::OneOf(&["function"])),
-        req("function", Shape::Object(&FUNCTION_CALL)),
-        opt("encryptedValue", Str),
-        opt("metadata", Shape::Dict),
+        req(M::Id, Str),
+        req(M::Type, Shape::OneOf(&["function"])),
+        req(M::Function, Shape::Object(&FUNCTION_CALL)),
+        opt(M::EncryptedValue, Str),
+        opt(M::Metadata, Shape::Dict),
     ],
 );
 const DEVELOPER: Obj = obj(
-    "DeveloperMessage",
+    O::DeveloperMessage,
     Strip,
     &[
-        req("id", Str),
-        req("content", Str),
-        opt("name", Str),
-        opt("encryptedValue", Str),
-        opt("subagentRunId", Str),
-        opt("metadata", Shape::Dict),
+        req(M::Id, Str),
+        req(M::Content, Str),
+        opt(M::Name, Str),
+        opt(M::EncryptedValue, Str),
+        opt(M::SubagentRunId, Str),
+        opt(M::Metadata, Shape::Dict),
     ],
 );
-const SYSTEM: Obj = obj("SystemMessage", Strip, DEVELOPER.fields);
+const SYSTEM: Obj = obj(O::SystemMessage, Strip, DEVELOPER.fields);
 const ASSISTANT: Obj = obj(
-    "AssistantMessage",
+    O::AssistantMessage,
     Strip,
     &[
-        req("id", Str),
-        opt("content", Str),
-        opt("name", Str),
-        opt("encryptedValue", Str),
-        opt("subagentRunId", Str),
-        opt("metadata", Shape::Dict),
-        opt("toolCalls", Shape::Array(&Shape::Object(&TOOL_CALL))),
+        req(M::Id, Str),
+        opt(M::Content, Str),
+        opt(M::Name, Str),
+        opt(M::EncryptedValue, Str),
+        opt(M::SubagentRunId, Str),
+        opt(M::Metadata, Shape::Dict),
+        opt(M::ToolCalls, Shape::Array(&Shape::Object(&TOOL_CALL))),
     ],
 );
 const USER: Obj = obj(
-    "UserMessage",
+    O::UserMessage,
     Strip,
     &[
-        req("id", Str),
+        req(M::Id, Str),
         req(
-            "content",
+            M::Content,
             Shape::StrOr(&Shape::Array(&Shape::Union(&INPUT_CONTENT))),
         ),
-        opt("name", Str),
-        opt("encryptedValue", Str),
-        opt("subagentRunId", Str),
-        opt("metadata", Shape::Dict),
+        opt(M::Name, Str),
+        opt(M::EncryptedValue, Str),
+        opt(M::SubagentRunId, Str),
+        opt(M::Metadata, Shape::Dict),
     ],
 );
 const TOOL: Obj = obj(
-    "ToolMessage",
+    O::ToolMessage,
     Strip,
     &[
-        req("id", Str),
-        req("content", Str),
-        req("toolCallId", Str),
-        opt("error", Str),
-        opt("encryptedValue", Str),
-        opt("subagentRunId", Str),
-        opt("metadata", Shape::Dict),
+        req(M::Id, Str),
+        req(M::Content, Str),
+        req(M::ToolCallId, Str),
+        opt(M::Error, Str),
+        opt(M::EncryptedValue, Str),
+        opt(M::SubagentRunId, Str),
+        opt(M::Metadata, Shape::Dict),
     ],
 );
 const ACTIVITY: Obj = obj(
-    "ActivityMessage",
+    O::ActivityMessage,
     Strip,
     &[
-        req("id", Str),
-        req("activityType", Str),
-        req("content", Shape::Dict),
-        opt("subagentRunId", Str),
-        opt("metadata", Shape::Dict),
+        req(M::Id, Str),
+        req(M::ActivityType, Str),
+        req(M::Content, Shape::Dict),
+        opt(M::SubagentRunId, Str),
+        opt(M::Metadata, Shape::Dict),
     ],
 );
 const REASONING: Obj = obj(
-    "ReasoningMessage",
+    O::ReasoningMessage,
     Strip,
     &[
-        req("id", Str),
-        req("content", Str),
-        opt("encryptedValue", Str),
-        opt("subagentRunId", Str),
-        opt("metadata", Shape::Dict),
+        req(M::Id, Str),
+        req(M::Content, Str),
+        opt(M::EncryptedValue, Str),
+        opt(M::SubagentRunId, Str),
+        opt(M::Metadata, Shape::Dict),
     ],
 );
 const MESSAGE: Union = Union {
-    tag: "role",
+    tag: M::Role,
     variants: &[
         ("developer", &DEVELOPER),
         ("system", &SYSTEM),
@@ -158,94 +158,94 @@ const MESSAGE: Union = Union {
 pub(super) const MESSAGES: Shape = Shape::Array(&Shape::Union(&MESSAGE));
 
 const TOOL_DEF: Obj = obj(
-    "Tool",
+    O::Tool,
     Strip,
     &[
-        req("name", Str),
-        req("description", Str),
-        opt("parameters", Any),
-        opt("metadata", Shape::Dict),
+        req(M::Name, Str),
+        req(M::Description, Str),
+        opt(M::Parameters, Any),
+        opt(M::Metadata, Shape::Dict),
     ],
 );
 const CONTEXT: Obj = obj(
-    "Context",
+    O::Context,
     Strip,
-    &[req("description", Str), req("value", Str)],
+    &[req(M::Description, Str), req(M::Value, Str)],
 );
 const RESUME: Obj = obj(
-    "ResumeEntry",
+    O::ResumeEntry,
     Strip,
     &[
-        req("interruptId", Str),
-        req("status", Shape::OneOf(&["resolved", "cancelled"])),
-        opt("payload", Any),
-        opt("metadata", Shape::Dict),
+        req(M::InterruptId, Str),
+        req(M::Status, Shape::OneOf(&["resolved", "cancelled"])),
+        opt(M::Payload, Any),
+        opt(M::Metadata, Shape::Dict),
     ],
 );
 pub(super) const RUN_AGENT_INPUT: Obj = obj(
-    "RunAgentInput",
+    O::RunAgentInput,
     Strip,
     &[
-        req("threadId", Str),
-        req("runId", Str),
-        opt("parentRunId", Str),
-        nul("state", Any),
-        req("messages", MESSAGES),
-        req("tools", Shape::Array(&Shape::Object(&TOOL_DEF))),
-        req("context", Shape::Array(&Shape::Object(&CONTEXT))),
-        opt("forwardedProps", Any),
-        opt("resume", Shape::Array(&Shape::Object(&RESUME))),
+        req(M::ThreadId, Str),
+        req(M::RunId, Str),
+        opt(M::ParentRunId, Str),
+        nul(M::State, Any),
+        req(M::Messages, MESSAGES),
+        req(M::Tools, Shape::Array(&Shape::Object(&TOOL_DEF))),
+        req(M::Context, Shape::Array(&Shape::Object(&CONTEXT))),
+        opt(M::ForwardedProps, Any),
+        opt(M::Resume, Shape::Array(&Shape::Object(&RESUME))),
     ],
 );
 const INTERRUPT: Obj = obj(
-    "Interrupt",
+    O::Interrupt,
     Strip,
     &[
-        req("id", Str),
-        req("reason", Str),
-        opt("message", Str),
-        opt("toolCallId", Str),
-        opt("responseSchema", Shape::Dict),
-        opt("expiresAt", Str),
-        opt("metadata", Shape::Dict),
-        opt("subagentRunId", Str),
+        req(M::Id, Str),
+        req(M::Reason, Str),
+        opt(M::Message, Str),
+        opt(M::ToolCallId, Str),
+        opt(M::ResponseSchema, Shape::Dict),
+        opt(M::ExpiresAt, Str),
+        opt(M::Metadata, Shape::Dict),
+        opt(M::SubagentRunId, Str),
     ],
 );
-const SUCCESS: Obj = obj("SuccessOutcome", Reject, &[]);
+const SUCCESS: Obj = obj(O::SuccessOutcome, Reject, &[]);
 const INTERRUPTED: Obj = obj(
-    "InterruptOutcome",
+    O::InterruptOutcome,
     Reject,
     &[req(
-        "interrupts",
+        M::Interrupts,
         Shape::NonEmptyArray(&Shape::Object(&INTERRUPT)),
     )],
 );
 pub(super) const RUN_OUTCOME: Union = Union {
-    tag: "type",
+    tag: M::Type,
     variants: &[("success", &SUCCESS), ("interrupt", &INTERRUPTED)],
     drop_unknown: false,
 };
 const SUSPENDED: Obj = obj(
-    "SuspendedOutcome",
+    O::SuspendedOutcome,
     Reject,
-    &[opt("interruptIds", Shape::Array(&Str))],
+    &[opt(M::InterruptIds, Shape::Array(&Str))],
 );
 pub(super) const SUBAGENT_OUTCOME: Union = Union {
-    tag: "type",
+    tag: M::Type,
     variants: &[("success", &SUCCESS), ("suspended", &SUSPENDED)],
     drop_unknown: false,
 };
 const TOKEN_USAGE: Obj = obj(
-    "TokenUsage",
+    O::TokenUsage,
     Strip,
     &[
-        opt("provider", Str),
-        opt("model", Str),
-        opt("inputTokens", NON_NEG),
-        opt("outputTokens", NON_NEG),
-        opt("totalTokens", NON_NEG),
-        opt("reasoningTokens", NON_NEG),
-        opt("cachedInputTokens", NON_NEG),
+        opt(M::Provider, Str),
+        opt(M::Model, Str),
+        opt(M::InputTokens, NON_NEG),
+        opt(M::OutputTokens, NON_NEG),
+        opt(M::TotalTokens, NON_NEG),
+        opt(M::ReasoningTokens, NON_NEG),
+        opt(M::CachedInputTokens, NON_NEG),
     ],
 );
 pub(super) const USAGE: Shape = Shape::Array(&Shape::Object(&TOKEN_USAGE));

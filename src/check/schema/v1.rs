@@ -8,31 +8,35 @@ const STR_ARRAY: Shape = Shape::Array(&Str);
 // media part's `metadata: null` into absence; in TOOL_CALL_RESULT it
 // does not, so there are two copies of the media parts.
 const TEXT_PART: Obj = obj(
-    "TextPart",
-    Strip,
-    &[opt("id", Str), req("text", Str), opt("metadata", NonNull)],
-);
-const DATA_SOURCE: Obj = obj(
-    "DataSource",
-    Strip,
-    &[req("value", Str), req("mimeType", Str)],
-);
-const URL_SOURCE: Obj = obj(
-    "UrlSource",
-    Strip,
-    &[req("value", Str), opt("mimeType", Str)],
-);
-const FILE_SOURCE: Obj = obj(
-    "FileSource",
+    O::TextPart,
     Strip,
     &[
-        req("value", Str),
-        opt("provider", Str),
-        opt("mimeType", Str),
+        opt(M::Id, Str),
+        req(M::Text, Str),
+        opt(M::Metadata, NonNull),
+    ],
+);
+const DATA_SOURCE: Obj = obj(
+    O::DataSource,
+    Strip,
+    &[req(M::Value, Str), req(M::MimeType, Str)],
+);
+const URL_SOURCE: Obj = obj(
+    O::UrlSource,
+    Strip,
+    &[req(M::Value, Str), opt(M::MimeType, Str)],
+);
+const FILE_SOURCE: Obj = obj(
+    O::FileSource,
+    Strip,
+    &[
+        req(M::Value, Str),
+        opt(M::Provider, Str),
+        opt(M::MimeType, Str),
     ],
 );
 const SOURCE: Union = Union {
-    tag: "type",
+    tag: M::Type,
     variants: &[
         ("data", &DATA_SOURCE),
         ("url", &URL_SOURCE),
@@ -41,31 +45,31 @@ const SOURCE: Union = Union {
     drop_unknown: true,
 };
 const MEDIA_FIELDS_IN_MESSAGE: &[Field] = &[
-    opt("id", Str),
-    req("source", Shape::Union(&SOURCE)),
-    nul("metadata", NonNull),
+    opt(M::Id, Str),
+    req(M::Source, Shape::Union(&SOURCE)),
+    nul(M::Metadata, NonNull),
 ];
 const MEDIA_FIELDS_IN_RESULT: &[Field] = &[
-    opt("id", Str),
-    req("source", Shape::Union(&SOURCE)),
-    opt("metadata", NonNull),
+    opt(M::Id, Str),
+    req(M::Source, Shape::Union(&SOURCE)),
+    opt(M::Metadata, NonNull),
 ];
-const IMAGE_M: Obj = obj("ImagePart", Strip, MEDIA_FIELDS_IN_MESSAGE);
-const AUDIO_M: Obj = obj("AudioPart", Strip, MEDIA_FIELDS_IN_MESSAGE);
-const VIDEO_M: Obj = obj("VideoPart", Strip, MEDIA_FIELDS_IN_MESSAGE);
-const DOCUMENT_M: Obj = obj("DocumentPart", Strip, MEDIA_FIELDS_IN_MESSAGE);
-const IMAGE_R: Obj = obj("ImagePart", Strip, MEDIA_FIELDS_IN_RESULT);
-const AUDIO_R: Obj = obj("AudioPart", Strip, MEDIA_FIELDS_IN_RESULT);
-const VIDEO_R: Obj = obj("VideoPart", Strip, MEDIA_FIELDS_IN_RESULT);
-const DOCUMENT_R: Obj = obj("DocumentPart", Strip, MEDIA_FIELDS_IN_RESULT);
+const IMAGE_M: Obj = obj(O::ImagePart, Strip, MEDIA_FIELDS_IN_MESSAGE);
+const AUDIO_M: Obj = obj(O::AudioPart, Strip, MEDIA_FIELDS_IN_MESSAGE);
+const VIDEO_M: Obj = obj(O::VideoPart, Strip, MEDIA_FIELDS_IN_MESSAGE);
+const DOCUMENT_M: Obj = obj(O::DocumentPart, Strip, MEDIA_FIELDS_IN_MESSAGE);
+const IMAGE_R: Obj = obj(O::ImagePart, Strip, MEDIA_FIELDS_IN_RESULT);
+const AUDIO_R: Obj = obj(O::AudioPart, Strip, MEDIA_FIELDS_IN_RESULT);
+const VIDEO_R: Obj = obj(O::VideoPart, Strip, MEDIA_FIELDS_IN_RESULT);
+const DOCUMENT_R: Obj = obj(O::DocumentPart, Strip, MEDIA_FIELDS_IN_RESULT);
 const LEGACY_BINARY: Obj = Obj {
-    name: "BinaryInputContent",
+    name: O::BinaryInputContent,
     fields: &[],
     extra: Strip,
     special: Special::LegacyBinary,
 };
 pub(super) const PART_IN_MESSAGE: Union = Union {
-    tag: "type",
+    tag: M::Type,
     variants: &[
         ("text", &TEXT_PART),
         ("image", &IMAGE_M),
@@ -77,7 +81,7 @@ pub(super) const PART_IN_MESSAGE: Union = Union {
     drop_unknown: true,
 };
 const PART_IN_RESULT: Union = Union {
-    tag: "type",
+    tag: M::Type,
     variants: &[
         ("text", &TEXT_PART),
         ("image", &IMAGE_R),
@@ -92,96 +96,96 @@ pub(super) const RESULT_CONTENT: Shape =
     Shape::StrOr(&Shape::Array(&Shape::Union(&PART_IN_RESULT)));
 
 const FUNCTION_CALL: Obj = obj(
-    "FunctionCall",
+    O::FunctionCall,
     Strip,
-    &[req("name", Str), req("arguments", Str)],
+    &[req(M::Name, Str), req(M::Arguments, Str)],
 );
 const TOOL_CALL: Obj = obj(
-    "ToolCall",
+    O::ToolCall,
     Strip,
     &[
-        req("id", Str),
-        req("type", Shape::OneOf(&["function"])),
-        req("function", Shape::Object(&FUNCTION_CALL)),
-        opt("encryptedValue", Str),
-        opt("metadata", Record),
+        req(M::Id, Str),
+        req(M::Type, Shape::OneOf(&["function"])),
+        req(M::Function, Shape::Object(&FUNCTION_CALL)),
+        opt(M::EncryptedValue, Str),
+        opt(M::Metadata, Record),
     ],
 );
 const DEVELOPER: Obj = obj(
-    "DeveloperMessage",
+    O::DeveloperMessage,
     Strip,
     &[
-        opt("subagentRunId", Str),
-        req("id", Str),
-        opt("name", Str),
-        opt("encryptedValue", Str),
-        opt("metadata", Record),
-        req("content", Str),
+        opt(M::SubagentRunId, Str),
+        req(M::Id, Str),
+        opt(M::Name, Str),
+        opt(M::EncryptedValue, Str),
+        opt(M::Metadata, Record),
+        req(M::Content, Str),
     ],
 );
-const SYSTEM: Obj = obj("SystemMessage", Strip, DEVELOPER.fields);
+const SYSTEM: Obj = obj(O::SystemMessage, Strip, DEVELOPER.fields);
 const ASSISTANT: Obj = obj(
-    "AssistantMessage",
+    O::AssistantMessage,
     Strip,
     &[
-        opt("subagentRunId", Str),
-        req("id", Str),
-        opt("name", Str),
-        opt("encryptedValue", Str),
-        opt("metadata", Record),
-        opt("content", Str),
-        opt("toolCalls", Shape::Array(&Shape::Object(&TOOL_CALL))),
+        opt(M::SubagentRunId, Str),
+        req(M::Id, Str),
+        opt(M::Name, Str),
+        opt(M::EncryptedValue, Str),
+        opt(M::Metadata, Record),
+        opt(M::Content, Str),
+        opt(M::ToolCalls, Shape::Array(&Shape::Object(&TOOL_CALL))),
     ],
 );
 const USER: Obj = obj(
-    "UserMessage",
+    O::UserMessage,
     Strip,
     &[
-        opt("subagentRunId", Str),
-        req("id", Str),
-        opt("name", Str),
-        opt("encryptedValue", Str),
-        opt("metadata", Record),
-        req("content", MESSAGE_CONTENT),
+        opt(M::SubagentRunId, Str),
+        req(M::Id, Str),
+        opt(M::Name, Str),
+        opt(M::EncryptedValue, Str),
+        opt(M::Metadata, Record),
+        req(M::Content, MESSAGE_CONTENT),
     ],
 );
 const TOOL: Obj = obj(
-    "ToolMessage",
+    O::ToolMessage,
     Strip,
     &[
-        opt("subagentRunId", Str),
-        req("id", Str),
-        req("content", MESSAGE_CONTENT),
-        req("toolCallId", Str),
-        opt("error", Str),
-        opt("encryptedValue", Str),
-        opt("metadata", Record),
+        opt(M::SubagentRunId, Str),
+        req(M::Id, Str),
+        req(M::Content, MESSAGE_CONTENT),
+        req(M::ToolCallId, Str),
+        opt(M::Error, Str),
+        opt(M::EncryptedValue, Str),
+        opt(M::Metadata, Record),
     ],
 );
 const ACTIVITY: Obj = obj(
-    "ActivityMessage",
+    O::ActivityMessage,
     Strip,
     &[
-        opt("subagentRunId", Str),
-        req("id", Str),
-        req("activityType", Str),
-        req("content", Record),
-        opt("metadata", Record),
+        opt(M::SubagentRunId, Str),
+        req(M::Id, Str),
+        req(M::ActivityType, Str),
+        req(M::Content, Record),
+        opt(M::Metadata, Record),
     ],
 );
 const REASONING: Obj = obj(
-    "ReasoningMessage",
+    O::ReasoningMessage,
     Strip,
     &[
-        opt("subagentRunId", Str),
-        req("id", Str),
-        req("content", Str),
-        opt("encryptedValue", Str),
-        opt("metadata", Record),
+        opt(M::SubagentRunId, Str),
+        req(M::Id, Str),
+        req(M::Content, Str),
+        opt(M::EncryptedValue, Str),
+        opt(M::Metadata, Record),
     ],
 );
 pub(super) const MESSAGE: Union = Union {
-    tag: "role",
+    tag: M::Role,
     variants: &[
         ("developer", &DEVELOPER),
         ("system", &SYSTEM),
@@ -196,77 +200,77 @@ pub(super) const MESSAGE: Union = Union {
 pub(super) const MESSAGES: Shape = Shape::Array(&Shape::Union(&MESSAGE));
 
 const TOOL_DEF: Obj = obj(
-    "Tool",
+    O::Tool,
     Strip,
     &[
-        req("name", Str),
-        req("description", Str),
-        nul("parameters", NonNull),
-        opt("metadata", Record),
+        req(M::Name, Str),
+        req(M::Description, Str),
+        nul(M::Parameters, NonNull),
+        opt(M::Metadata, Record),
     ],
 );
 const CONTEXT: Obj = obj(
-    "Context",
+    O::Context,
     Strip,
-    &[req("description", Str), req("value", Str)],
+    &[req(M::Description, Str), req(M::Value, Str)],
 );
 const RESUME: Obj = obj(
-    "ResumeEntry",
+    O::ResumeEntry,
     Strip,
     &[
-        req("interruptId", Str),
-        req("status", Shape::OneOf(&["resolved", "cancelled"])),
-        nul("payload", NonNull),
-        opt("metadata", Record),
+        req(M::InterruptId, Str),
+        req(M::Status, Shape::OneOf(&["resolved", "cancelled"])),
+        nul(M::Payload, NonNull),
+        opt(M::Metadata, Record),
     ],
 );
 pub(super) const RUN_AGENT_INPUT: Obj = obj(
-    "RunAgentInput",
+    O::RunAgentInput,
     Strip,
     &[
-        req("threadId", Str),
-        req("runId", Str),
-        opt("protocolVersion", Str),
-        opt("parentRunId", Str),
-        nul("state", Any),
-        req("messages", MESSAGES),
-        dflt("tools", Shape::Array(&Shape::Object(&TOOL_DEF)), b"[]"),
-        dflt("context", Shape::Array(&Shape::Object(&CONTEXT)), b"[]"),
-        nul("forwardedProps", NonNull),
-        opt("resume", Shape::Array(&Shape::Object(&RESUME))),
+        req(M::ThreadId, Str),
+        req(M::RunId, Str),
+        opt(M::ProtocolVersion, Str),
+        opt(M::ParentRunId, Str),
+        nul(M::State, Any),
+        req(M::Messages, MESSAGES),
+        dflt(M::Tools, Shape::Array(&Shape::Object(&TOOL_DEF)), b"[]"),
+        dflt(M::Context, Shape::Array(&Shape::Object(&CONTEXT)), b"[]"),
+        nul(M::ForwardedProps, NonNull),
+        opt(M::Resume, Shape::Array(&Shape::Object(&RESUME))),
     ],
 );
 
 const INTERRUPT: Obj = obj(
-    "Interrupt",
+    O::Interrupt,
     Strip,
     &[
-        opt("subagentRunId", Str),
-        req("id", Str),
-        req("reason", Str),
-        opt("message", Str),
-        opt("toolCallId", Str),
-        opt("responseSchema", Record),
-        opt("expiresAt", Str),
-        opt("metadata", Record),
+        opt(M::SubagentRunId, Str),
+        req(M::Id, Str),
+        req(M::Reason, Str),
+        opt(M::Message, Str),
+        opt(M::ToolCallId, Str),
+        opt(M::ResponseSchema, Record),
+        opt(M::ExpiresAt, Str),
+        opt(M::Metadata, Record),
     ],
 );
 const SUCCESS: Obj = obj(
-    "SuccessOutcome",
+    O::SuccessOutcome,
     Strip,
-    &[opt("pendingToolCallIds", STR_ARRAY)],
+    &[opt(M::PendingToolCallIds, STR_ARRAY)],
 );
 const INTERRUPTED: Obj = obj(
-    "InterruptOutcome",
+    O::InterruptOutcome,
     Strip,
     &[req(
-        "interrupts",
+        M::Interrupts,
         Shape::NonEmptyArray(&Shape::Object(&INTERRUPT)),
     )],
 );
-const CANCELLED: Obj = obj("CancelledOutcome", Strip, &[]);
+const CANCELLED: Obj = obj(O::CancelledOutcome, Strip, &[]);
 pub(super) const RUN_OUTCOME: Union = Union {
-    tag: "type",
+    tag: M::Type,
     variants: &[
         ("success", &SUCCESS),
         ("interrupt", &INTERRUPTED),
@@ -274,58 +278,62 @@ pub(super) const RUN_OUTCOME: Union = Union {
     ],
     drop_unknown: true,
 };
-const SUB_SUCCESS: Obj = obj("SuccessOutcome", Strip, &[]);
-const SUSPENDED: Obj = obj("SuspendedOutcome", Strip, &[opt("interruptIds", STR_ARRAY)]);
+const SUB_SUCCESS: Obj = obj(O::SuccessOutcome, Strip, &[]);
+const SUSPENDED: Obj = obj(
+    O::SuspendedOutcome,
+    Strip,
+    &[opt(M::InterruptIds, STR_ARRAY)],
+);
 pub(super) const SUBAGENT_OUTCOME: Union = Union {
-    tag: "type",
+    tag: M::Type,
     variants: &[("success", &SUB_SUCCESS), ("suspended", &SUSPENDED)],
     drop_unknown: true,
 };
 const TOKEN_USAGE: Obj = obj(
-    "TokenUsage",
+    O::TokenUsage,
     Strip,
     &[
-        opt("provider", Str),
-        opt("model", Str),
-        opt("inputTokens", Count),
-        opt("outputTokens", Count),
-        opt("totalTokens", Count),
-        opt("reasoningTokens", Count),
-        opt("cachedInputTokens", Count),
-        opt("cacheWriteInputTokens", Count),
+        opt(M::Provider, Str),
+        opt(M::Model, Str),
+        opt(M::InputTokens, Count),
+        opt(M::OutputTokens, Count),
+        opt(M::TotalTokens, Count),
+        opt(M::ReasoningTokens, Count),
+        opt(M::CachedInputTokens, Count),
+        opt(M::CacheWriteInputTokens, Count),
     ],
 );
 pub(super) const USAGE: Shape = Shape::Array(&Shape::Object(&TOKEN_USAGE));
 
 // RFC 6902 operations are open: extra members stay.
 pub(super) const ADD: Obj = obj(
-    "AddOperation",
+    O::AddOperation,
     Keep,
-    &[req("path", Pointer), req("value", Any)],
+    &[req(M::Path, Pointer), req(M::Value, Any)],
 );
-const REMOVE: Obj = obj("RemoveOperation", Keep, &[req("path", Pointer)]);
+const REMOVE: Obj = obj(O::RemoveOperation, Keep, &[req(M::Path, Pointer)]);
 const REPLACE: Obj = obj(
-    "ReplaceOperation",
+    O::ReplaceOperation,
     Keep,
-    &[req("path", Pointer), req("value", Any)],
+    &[req(M::Path, Pointer), req(M::Value, Any)],
 );
 const MOVE: Obj = obj(
-    "MoveOperation",
+    O::MoveOperation,
     Keep,
-    &[req("from", Pointer), req("path", Pointer)],
+    &[req(M::From, Pointer), req(M::Path, Pointer)],
 );
 const COPY: Obj = obj(
-    "CopyOperation",
+    O::CopyOperation,
     Keep,
-    &[req("from", Pointer), req("path", Pointer)],
+    &[req(M::From, Pointer), req(M::Path, Pointer)],
 );
 const TEST: Obj = obj(
-    "TestOperation",
+    O::TestOperation,
     Keep,
-    &[req("path", Pointer), req("value", Any)],
+    &[req(M::Path, Pointer), req(M::Value, Any)],
 );
 const OPERATION: Union = Union {
-    tag: "op",
+    tag: M::Op,
     variants: &[
         ("add", &ADD),
         ("remove", &REMOVE),

@@ -8,9 +8,9 @@
 //! (the rest of the array is dropped), so the stand-in fails the same
 //! check, at the same member, as the whole frame would.
 
-use crate::check::schema::{self, Dialect, Shape, Site};
+use crate::check::schema::{self, Dialect, SchemaObject, Shape, Site};
 use crate::check::verify;
-use crate::event_type::{EventType, Key};
+use crate::event_type::{EventType, Key, Member};
 use crate::input::json::RawJson;
 
 /// Bytes at the end of the frame buffer that hold the forgotten records'
@@ -42,7 +42,13 @@ pub(super) fn item(dialect: Dialect, ty: EventType, key: Key) -> Option<&'static
         .iter()
         .find(|f| f.key == key)?;
     let shape = match field.shape {
-        Shape::Object(input) => &input.fields.iter().find(|f| f.name == "messages")?.shape,
+        Shape::Object(input) => {
+            &input
+                .fields
+                .iter()
+                .find(|f| f.name == Member::Messages)?
+                .shape
+        }
         ref shape => shape,
     };
     match shape {
@@ -65,8 +71,8 @@ pub(super) enum Element {
 pub(super) fn check(element: &[u8], item: &Shape, ty: EventType, filter: &mut [u8]) -> Element {
     let v = RawJson::trusted(element);
     let site = Site {
-        object: "event",
-        field: "",
+        object: SchemaObject::Event,
+        field: None,
     };
     if schema::check(v, item, site).is_err() {
         return Element::Fails;

@@ -21,7 +21,7 @@ use utf16::Utf16Count;
 
 use crate::check::schema::Dialect;
 use crate::check::verify::Staged;
-use crate::input::json::{JsonError, JsonErrorKind, Limits, Scanner, V8Message};
+use crate::input::json::{JsonErrorKind, Limits, ScanError, Scanner, V8Message};
 use crate::input::sse::SpillSink;
 
 /// The state of a spilling frame, or the message of the last JSON error:
@@ -101,7 +101,7 @@ enum Progress {
     /// The first syntax error, with the UTF-16 units before it, the byte
     /// there and up to three after it (for V8's message).
     Failed {
-        error: JsonError,
+        error: ScanError,
         units: u32,
         byte: u8,
         next: [u8; 3],
@@ -116,9 +116,9 @@ pub(crate) enum Verdict {
     StandIn(Reduced),
     /// Well-formed, but what a rule reads did not fit.
     TooLarge,
-    /// A syntax error (or too deep), at this payload offset; on the first
-    /// data line if `first_line`.
-    Json { error: JsonError, first_line: bool },
+    /// A syntax error (or too deep), at this payload offset (exact, past
+    /// 4 GiB too); on the first data line if `first_line`.
+    Json { error: ScanError, first_line: bool },
 }
 
 impl Spilling {

@@ -10,12 +10,12 @@
 //! fit, or a rule that needs a forgotten owner, is
 //! [`VerifyError::Capacity`], never a wrong verdict.
 
-use crate::capacity::Capacity;
+use crate::capacity::{Capacity, saturate};
 use crate::check::schema::{self, Dialect};
 use crate::event::Event;
 use crate::event_type::EventType;
 use crate::ids::{Entry, Full, IdTable, Kept, Pool, Span};
-use crate::input::json::{JsonError, JsonErrorKind, JsonKind, Limits, RawJson, Scanner};
+use crate::input::json::{JsonError, JsonErrorKind, JsonKind, Limits, RawJson, ScanError, Scanner};
 use crate::string::JsonStr;
 
 mod describe;
@@ -448,7 +448,9 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         }
         // An open id outranks any owner record, even its own.
         if !self.make_room(id.raw().len(), false, true) {
-            return Err(capacity(Capacity::IdBytes { capacity: ID_BYTES }));
+            return Err(capacity(Capacity::IdBytes {
+                capacity: saturate(ID_BYTES),
+            }));
         }
         Ok(())
     }
@@ -458,7 +460,9 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         match self.open.push(&mut self.pool, id, Entry { kind, owner }) {
             Ok(_) => Ok(()),
             Err(Full::Entries) => Err(capacity(Capacity::OpenIds)),
-            Err(Full::Bytes) => Err(capacity(Capacity::IdBytes { capacity: ID_BYTES })),
+            Err(Full::Bytes) => Err(capacity(Capacity::IdBytes {
+                capacity: saturate(ID_BYTES),
+            })),
         }
     }
 
@@ -491,7 +495,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                 Ok(())
             }
             Err(e) => {
-                self.detail.json = Some(e);
+                self.detail.json = Some(e.json());
                 let rule = Rule::ToolCallArgs;
                 self.detail.reject_id(event, rule, id)
             }
@@ -508,7 +512,9 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                     return Err(capacity(Capacity::Subagents));
                 }
                 if !self.make_room(tag.raw().len(), false, true) {
-                    return Err(capacity(Capacity::IdBytes { capacity: ID_BYTES }));
+                    return Err(capacity(Capacity::IdBytes {
+                        capacity: saturate(ID_BYTES),
+                    }));
                 }
                 let entry = Entry {
                     kind: None,
@@ -1051,7 +1057,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         };
         if self.check_args && self.args.is_full() {
             return Err(capacity(Capacity::ToolArgs {
-                capacity: ARGS_CHECKED,
+                capacity: saturate(ARGS_CHECKED),
             }));
         }
         self.push_open(Open::Entity(Entity::ToolCall), id, None)?;
@@ -1117,7 +1123,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
 }
 
 /// Feeds the decoded text of `s` to `scan`, a few bytes at a time.
-fn feed_text(scan: &mut Scanner<1>, s: JsonStr<'_>) -> Result<(), JsonError> {
+fn feed_text(scan: &mut Scanner<1>, s: JsonStr<'_>) -> Result<(), ScanError> {
     if let Some(plain) = s.as_str() {
         return scan.feed(plain.as_bytes());
     }

@@ -18,13 +18,14 @@
 
 use core::fmt;
 
+use crate::capacity::saturate;
 use crate::string::JsonStr;
 
 mod resume;
 mod v8;
 
-pub(crate) use resume::Scanner;
 pub use resume::Validator;
+pub(crate) use resume::{ScanError, Scanner};
 pub(crate) use v8::V8Message;
 
 /// The deepest nesting [`validate`] can track; [`Limits::max_depth`] may not
@@ -40,8 +41,19 @@ pub const DEFAULT_MAX_DEPTH: usize = 1024;
 pub struct JsonError {
     /// What was wrong.
     pub kind: JsonErrorKind,
-    /// Byte offset into the JSON text.
-    pub offset: usize,
+    /// Byte offset into the JSON text (saturating at `u32::MAX`, in a text
+    /// over 4 GiB).
+    pub offset: u32,
+}
+
+impl JsonError {
+    /// `kind` at byte `offset`, saturating.
+    pub(crate) fn new(kind: JsonErrorKind, offset: usize) -> Self {
+        JsonError {
+            kind,
+            offset: saturate(offset),
+        }
+    }
 }
 
 /// The kinds of [`JsonError`]: V8's `JSON.parse` errors (Node 20), each
@@ -90,9 +102,16 @@ pub enum JsonErrorKind {
     /// Nesting deeper than the configured limit. A capacity limit, not a
     /// syntax error: the reference would accept the text.
     TooDeep {
-        /// The limit in force.
-        limit: usize,
+        /// The limit in force (at most [`MAX_DEPTH`] for [`validate`], 65,535
+        /// for a [`Validator`]).
+        limit: u16,
     },
+}
+
+/// A depth limit as [`JsonErrorKind::TooDeep`] carries it (saturating; the
+/// validators' limits fit).
+pub(crate) fn depth_limit(n: usize) -> u16 {
+    u16::try_from(n).unwrap_or(u16::MAX)
 }
 
 /// V8's error for byte `b` where nothing it can start was due (`None`: the
@@ -279,10 +298,7 @@ pub(crate) fn validate_members(
     // Not an object, or not valid: the general loop says which, precisely.
     let end = skip_ws(src, value_end(src, skip_ws(src, 0), max_depth)?);
     if end < src.len() {
-        return Err(JsonError {
-            kind: JsonErrorKind::TrailingCharacters,
-            offset: end,
-        });
+        return Err(JsonError::new(JsonErrorKind::TrailingCharacters, end));
     }
     Ok(())
 }
@@ -368,7 +384,7 @@ fn validate_with<const W: usize>(
     max_depth: usize,
     mut stack: BitStack<W>,
 ) -> Result<usize, JsonError> {
-    let err = |kind, offset| Err(JsonError { kind, offset });
+    let err = |kind, offset| Err(JsonError::new(kind, offset));
     let mut i = start;
     'value: loop {
         // A value starts at `i`.
@@ -378,7 +394,12 @@ fn validate_with<const W: usize>(
         match b {
             b'{' | b'[' => {
                 if stack.depth >= max_depth || !stack.push(b == b'{') {
-                    return err(JsonErrorKind::TooDeep { limit: max_depth }, i);
+                    return err(
+                        JsonErrorKind::TooDeep {
+                            limit: depth_limit(max_depth),
+                        },
+                        i,
+                    );
                 }
                 i = skip_ws(src, i + 1);
                 let close = if b == b'{' { b'}' } else { b']' };
@@ -441,21 +462,15 @@ fn object_key(src: &[u8], i: usize, first: bool) -> Result<usize, JsonError> {
         } else {
             JsonErrorKind::ExpectedPropertyName
         };
-        return Err(JsonError { kind, offset: i });
+        return Err(JsonError::new(kind, i));
     }
     let end = string_end(src, i)?;
     let i = skip_ws(src, end);
     match src.get(i) {
         Some(b':') => Ok(skip_ws(src, i + 1)),
         // V8 words the first key's missing colon, not a later one's.
-        _ if first => Err(JsonError {
-            kind: JsonErrorKind::ExpectedColon,
-            offset: i,
-        }),
-        b => Err(JsonError {
-            kind: unexpected(b.copied()),
-            offset: i,
-        }),
+        _ if first => Err(JsonError::new(JsonErrorKind::ExpectedColon, i)),
+        b => Err(JsonError::new(unexpected(b.copied()), i)),
     }
 }
 
@@ -464,10 +479,7 @@ fn literal(src: &[u8], i: usize, word: &[u8]) -> Result<usize, JsonError> {
         match src.get(i + k) {
             Some(&b) if b == w => {}
             b => {
-                return Err(JsonError {
-                    kind: unexpected(b.copied()),
-                    offset: i + k,
-                });
+                return Err(JsonError::new(unexpected(b.copied()), i + k));
             }
         }
     }
@@ -495,16 +507,10 @@ fn string_end_from(src: &[u8], mut j: usize) -> Result<usize, JsonError> {
         j = special_byte(src, j, true);
         match src.get(j) {
             None => {
-                return Err(JsonError {
-                    kind: JsonErrorKind::UnterminatedString,
-                    offset: src.len(),
-                });
+                return Err(JsonError::new(JsonErrorKind::UnterminatedString, src.len()));
             }
             Some(&b) if b < 0x20 => {
-                return Err(JsonError {
-                    kind: JsonErrorKind::ControlCharacter,
-                    offset: j,
-                });
+                return Err(JsonError::new(JsonErrorKind::ControlCharacter, j));
             }
             _ => {}
         }
@@ -519,32 +525,20 @@ fn string_end_from(src: &[u8], mut j: usize) -> Result<usize, JsonError> {
                     match src.get(j + 2 + h) {
                         Some(b) if b.is_ascii_hexdigit() => {}
                         None => {
-                            return Err(JsonError {
-                                kind: JsonErrorKind::BadUnicodeEscape,
-                                offset: src.len(),
-                            });
+                            return Err(JsonError::new(JsonErrorKind::BadUnicodeEscape, src.len()));
                         }
                         Some(_) => {
-                            return Err(JsonError {
-                                kind: JsonErrorKind::BadUnicodeEscape,
-                                offset: j + 2 + h,
-                            });
+                            return Err(JsonError::new(JsonErrorKind::BadUnicodeEscape, j + 2 + h));
                         }
                     }
                 }
                 j += 6;
             }
             Some(_) => {
-                return Err(JsonError {
-                    kind: JsonErrorKind::BadEscape,
-                    offset: j + 1,
-                });
+                return Err(JsonError::new(JsonErrorKind::BadEscape, j + 1));
             }
             None => {
-                return Err(JsonError {
-                    kind: JsonErrorKind::UnexpectedEnd,
-                    offset: src.len(),
-                });
+                return Err(JsonError::new(JsonErrorKind::UnexpectedEnd, src.len()));
             }
         }
     }
@@ -572,7 +566,7 @@ fn digits_end(src: &[u8], mut i: usize) -> usize {
 
 /// Validates the number starting at `i`; returns the position after it.
 fn number_end(src: &[u8], start: usize) -> Result<usize, JsonError> {
-    let bad = |kind, offset| Err(JsonError { kind, offset });
+    let bad = |kind, offset| Err(JsonError::new(kind, offset));
     let mut i = start;
     if src.get(i) == Some(&b'-') {
         i += 1;
@@ -1161,10 +1155,9 @@ mod tests {
                 }
                 // `validate` is the fast path, then the general loop.
                 let expected = match end {
-                    Ok(e) if e < text.len() => Err(JsonError {
-                        kind: JsonErrorKind::TrailingCharacters,
-                        offset: e,
-                    }),
+                    Ok(e) if e < text.len() => {
+                        Err(JsonError::new(JsonErrorKind::TrailingCharacters, e))
+                    }
                     other => other.map(|_| ()),
                 };
                 let limits = Limits { max_depth: depth };

@@ -9,7 +9,8 @@
 //! whole.
 
 use super::{
-    JsonError, JsonErrorKind, Limits, digits_end, is_ws, skip_ws, special_byte, unexpected,
+    JsonError, JsonErrorKind, Limits, depth_limit, digits_end, is_ws, skip_ws, special_byte,
+    unexpected,
 };
 
 /// A JSON text validated piece by piece (RFC 8259, as `JSON.parse` accepts
@@ -35,6 +36,21 @@ use super::{
 pub struct Validator<const W: usize = 16> {
     scan: Scanner<W>,
     failed: Option<JsonError>,
+}
+
+/// A syntax error at its exact offset in the whole text (a [`JsonError`]'s
+/// saturates past 4 GiB, and a spilled frame may be longer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ScanError {
+    pub(crate) kind: JsonErrorKind,
+    pub(crate) offset: usize,
+}
+
+impl ScanError {
+    /// As a [`JsonError`] (its offset saturating).
+    pub(crate) fn json(self) -> JsonError {
+        JsonError::new(self.kind, self.offset)
+    }
 }
 
 /// The validator's state without its sticky error: what a caller keeps
@@ -169,9 +185,11 @@ impl<const W: usize> Validator<W> {
         if let Some(e) = self.failed {
             return Err(e);
         }
-        self.scan
-            .feed(piece)
-            .inspect_err(|&e| self.failed = Some(e))
+        self.scan.feed(piece).map_err(|e| {
+            let e = e.json();
+            self.failed = Some(e);
+            e
+        })
     }
 
     /// Ends the text.
@@ -184,7 +202,11 @@ impl<const W: usize> Validator<W> {
         if let Some(e) = self.failed {
             return Err(e);
         }
-        self.scan.finish().inspect_err(|&e| self.failed = Some(e))
+        self.scan.finish().map_err(|e| {
+            let e = e.json();
+            self.failed = Some(e);
+            e
+        })
     }
 }
 
@@ -213,12 +235,12 @@ impl<const W: usize> Scanner<W> {
         }
     }
 
-    pub(crate) fn finish(&self) -> Result<(), JsonError> {
+    pub(crate) fn finish(&self) -> Result<(), ScanError> {
         self.finish_deep(&[])
     }
 
     /// [`finish`](Self::finish) of a text fed with [`feed_deep`](Self::feed_deep).
-    pub(crate) fn finish_deep(&self, deep: &[u8]) -> Result<(), JsonError> {
+    pub(crate) fn finish_deep(&self, deep: &[u8]) -> Result<(), ScanError> {
         use JsonErrorKind as K;
         if self.is_complete() {
             return Ok(());
@@ -248,7 +270,7 @@ impl<const W: usize> Scanner<W> {
             } => K::BadUnicodeEscape,
             _ => K::UnexpectedEnd,
         };
-        Err(JsonError {
+        Err(ScanError {
             kind,
             offset: self.offset,
         })
@@ -261,7 +283,7 @@ impl<const W: usize> Scanner<W> {
 
     /// Validates the next piece; after an error the state is undefined
     /// (keep a copy to undo).
-    pub(crate) fn feed(&mut self, piece: &[u8]) -> Result<(), JsonError> {
+    pub(crate) fn feed(&mut self, piece: &[u8]) -> Result<(), ScanError> {
         self.feed_deep(piece, &mut [])
     }
 
@@ -269,14 +291,14 @@ impl<const W: usize> Scanner<W> {
     /// past `64 × W` in `deep` (a bit each): it nests `8 × deep.len()`
     /// levels deeper, within the limits. `deep` is the same bytes for
     /// every piece of a text, zeroed before the first.
-    pub(crate) fn feed_deep(&mut self, piece: &[u8], deep: &mut [u8]) -> Result<(), JsonError> {
+    pub(crate) fn feed_deep(&mut self, piece: &[u8], deep: &mut [u8]) -> Result<(), ScanError> {
         let mut i = 0;
         while i < piece.len() {
             match self.step(piece, i, deep) {
                 Ok(next) => i = next,
                 Err((kind, at)) => {
                     let offset = self.offset.saturating_add(at);
-                    return Err(JsonError { kind, offset });
+                    return Err(ScanError { kind, offset });
                 }
             }
         }
@@ -416,6 +438,7 @@ impl<const W: usize> Scanner<W> {
                 let levels = W.saturating_add(deep.len() / 8).saturating_mul(64);
                 let limit = usize::from(self.max_depth).min(levels);
                 if usize::from(self.depth) >= limit {
+                    let limit = depth_limit(limit);
                     return Err((JsonErrorKind::TooDeep { limit }, i));
                 }
                 let depth = usize::from(self.depth);

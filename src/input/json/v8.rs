@@ -76,10 +76,11 @@ impl V8Message {
             let bad = chunk.invalid().len();
             valid.chain((bad > 0).then_some((char::REPLACEMENT_CHARACTER, bad)))
         });
+        let offset = usize::try_from(error.offset).unwrap_or(usize::MAX);
         let mut at_byte = 0usize;
         let mut position = None;
         for (c, bytes) in chars.clone() {
-            if at_byte >= error.offset && position.is_none() {
+            if at_byte >= offset && position.is_none() {
                 position = Some(units);
                 m.token = c;
             }
@@ -149,11 +150,7 @@ impl fmt::Display for V8Message {
             JsonErrorKind::UnexpectedEnd => f.write_str("Unexpected end of JSON input"),
             kind => match kind.message() {
                 Some(message) => write!(f, "{message} at position {at}"),
-                None => JsonError {
-                    kind,
-                    offset: at as usize,
-                }
-                .fmt(f),
+                None => JsonError { kind, offset: at }.fmt(f),
             },
         }
     }
