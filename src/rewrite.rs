@@ -120,7 +120,7 @@ pub struct Stats {
     pub events: u64,
     /// Blocks forwarded as their original bytes (frames, keep-alives).
     pub forwarded: u64,
-    /// Blocks re-written with LF line ends.
+    /// Blocks forwarded with LF line ends instead of their own.
     pub relined: u64,
     /// Events written by the encoder (synthesized ones).
     pub encoded: u64,
@@ -770,8 +770,8 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
     }
 
     /// Writes stream bytes `a..b` as they are, or with LF line ends if the
-    /// reference client could not read them.
-    fn forward(&mut self, a: u64, b: u64) {
+    /// reference client could not read them (then returns true).
+    fn forward(&mut self, a: u64, b: u64) -> bool {
         let parts = self.parts(a, b);
         let skip_lf = core::mem::replace(self.after_cr, false);
         if relines::needed(parts, skip_lf) {
@@ -782,13 +782,24 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
             if relines::write(parts, skip_lf, &mut out).is_err() {
                 self.failed = true;
             }
-            self.stats.relined = self.stats.relined.saturating_add(1);
             *self.after_cr = parts.iter().rev().find_map(|p| p.last()) == Some(&b'\r');
+            true
         } else {
             for part in parts {
                 self.write(part);
             }
+            false
         }
+    }
+
+    /// Counts a block written as it was, or re-lined.
+    fn count(&mut self, relined: bool) {
+        let n = if relined {
+            &mut self.stats.relined
+        } else {
+            &mut self.stats.forwarded
+        };
+        *n = n.saturating_add(1);
     }
 
     /// Before the first output of frame `info`: the bytes before it.
@@ -808,8 +819,8 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
         if core::mem::replace(&mut self.frame_written, true) {
             return;
         }
-        self.forward(info.start, info.end);
-        self.stats.forwarded = self.stats.forwarded.saturating_add(1);
+        let relined = self.forward(info.start, info.end);
+        self.count(relined);
         if !info.terminated && self.options.repair {
             let parts = self.parts(info.start, info.end);
             let last = parts.iter().rev().find_map(|p| p.last()).copied();
@@ -865,9 +876,9 @@ impl<W: Write + ?Sized> Sink for Forward<'_, W> {
             Skipped::NoData { end, .. } => {
                 self.frame = None;
                 let from = *self.accounted;
-                self.forward(from, end.max(from));
+                let relined = self.forward(from, end.max(from));
                 *self.accounted = end.max(from);
-                self.stats.forwarded = self.stats.forwarded.saturating_add(1);
+                self.count(relined);
             }
             Skipped::Ignored(info) => {
                 self.begin(&info);

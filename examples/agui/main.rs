@@ -3,6 +3,7 @@
 //! ```text
 //! agui check [--dialect v1|v0] [--chunk N] [--buffer N] [--check-tool-args] FILE|-
 //! agui count [--dialect v1|v0] [--chunk N] [--buffer N] [--check-tool-args] FILE|-
+//! agui gateway [--dialect v1|v0] [--on-violation stop|drop|pass] [--no-repair] [--check-tool-args] [--chunk N] [--buffer N] FILE|-
 //! ```
 //!
 //! `check` prints one canonical JSON line per event that passes, then a
@@ -15,7 +16,9 @@
 //! pieces. `--check-tool-args` also checks that each tool call's arguments
 //! are one JSON value by its TOOL_CALL_END (the reference does not). A
 //! summary goes to stderr. `count` runs the same pipeline but
-//! only counts events per type and prints the verdict.
+//! only counts events per type and prints the verdict. `gateway` writes
+//! what [`Rewriter`] makes of the stream to stdout, and its statistics as
+//! one JSON line to stderr.
 //!
 //! A frame larger than the buffer is checked as it streams past, and its
 //! event's large members (those no rule reads) reach the sink as stand-ins
@@ -31,6 +34,7 @@ use std::cell::{Cell, RefCell};
 use std::io::{Read, Write as _};
 use std::process::ExitCode;
 
+use agui_stream::rewrite::{self, OnViolation, Rewriter};
 use agui_stream::sse::Framer;
 use agui_stream::{
     Config, Dialect, Event, FrameInfo, Pipeline, encode, json::Limits, legacy::Minting,
@@ -43,46 +47,108 @@ struct Options {
     buffer: usize,
     check_tool_args: bool,
     file: String,
+    /// `gateway` only.
+    rewrite: rewrite::Options,
 }
 
 /// The smallest `--buffer` accepted.
 const MIN_BUFFER: usize = 64;
 
-fn usage() -> ExitCode {
-    eprintln!(
-        "usage: agui check|count [--dialect v1|v0] [--chunk N] [--buffer N] [--check-tool-args] FILE|-"
-    );
-    ExitCode::from(2)
+const USAGE: &str = "usage: agui check|count|gateway [OPTIONS] FILE|-   (agui COMMAND --help)";
+
+fn help(cmd: &str) -> String {
+    let common = "  --dialect v1|v0     protocol version (default v1)
+  --chunk N           read and push N bytes at a time (default 65536)
+  --buffer N          frame buffer bytes, at least 64 (default 16 MiB)
+  --check-tool-args   check each tool call's arguments are one JSON value";
+    match cmd {
+        "check" => format!(
+            "agui check [OPTIONS] FILE|-
+  One canonical JSON line per event, then the reference oracle's result line.
+{common}"
+        ),
+        "count" => format!(
+            "agui count [OPTIONS] FILE|-
+  Events per type and the verdict; the pipeline's time on stderr.
+{common}"
+        ),
+        _ => format!(
+            "agui gateway [OPTIONS] FILE|-
+  The rewritten stream on stdout; statistics as one JSON line on stderr.
+{common}
+  --on-violation stop|drop|pass   (default stop: a final RUN_ERROR)
+  --no-repair         leave a stream cut mid-run as it is"
+        ),
+    }
 }
 
-fn parse_args(args: &[String]) -> Option<Options> {
+enum Parsed {
+    Run(String, Options),
+    Help(String),
+}
+
+fn parse_args() -> Result<Parsed, lexopt::Error> {
+    use lexopt::prelude::*;
+    let mut parser = lexopt::Parser::from_env();
+    let cmd = match parser.next()? {
+        Some(Value(cmd)) => cmd.string()?,
+        Some(Long("help") | Short('h')) => return Ok(Parsed::Help(USAGE.to_owned())),
+        Some(arg) => return Err(arg.unexpected()),
+        None => return Err("missing command".into()),
+    };
+    if !matches!(cmd.as_str(), "check" | "count" | "gateway") {
+        return Err(format!("unknown command {cmd:?}").into());
+    }
+    let gateway = cmd == "gateway";
     let mut o = Options {
         dialect: Dialect::V1,
         chunk: 65536,
         buffer: 16 << 20,
         check_tool_args: false,
         file: String::new(),
+        rewrite: rewrite::Options::new(),
     };
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--dialect" => {
-                o.dialect = match it.next()?.as_str() {
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Long("help") | Short('h') => return Ok(Parsed::Help(help(&cmd))),
+            Long("dialect") => {
+                o.dialect = match parser.value()?.string()?.as_str() {
                     "v1" | "V1" | "1.0.0" => Dialect::V1,
                     "v0" | "V0" | "0.0.59" => Dialect::V0,
-                    _ => return None,
+                    d => return Err(format!("unknown dialect {d:?}").into()),
                 }
             }
-            "--chunk" => o.chunk = it.next()?.parse().ok().filter(|&n| n > 0)?,
-            "--check-tool-args" => o.check_tool_args = true,
-            "--buffer" => {
-                o.buffer = it.next()?.parse().ok().filter(|&n| n >= MIN_BUFFER)?;
+            Long("chunk") => {
+                o.chunk = parser.value()?.parse()?;
+                if o.chunk == 0 {
+                    return Err("--chunk must be at least 1".into());
+                }
             }
-            f if !f.starts_with("--") || f == "-" => o.file = f.to_owned(),
-            _ => return None,
+            Long("buffer") => {
+                o.buffer = parser.value()?.parse()?;
+                if o.buffer < MIN_BUFFER {
+                    return Err(format!("--buffer must be at least {MIN_BUFFER}").into());
+                }
+            }
+            Long("check-tool-args") => o.check_tool_args = true,
+            Long("on-violation") if gateway => {
+                let policy = match parser.value()?.string()?.as_str() {
+                    "stop" => OnViolation::Stop,
+                    "drop" => OnViolation::Drop,
+                    "pass" => OnViolation::Pass,
+                    p => return Err(format!("unknown --on-violation {p:?}").into()),
+                };
+                o.rewrite = o.rewrite.on_violation(policy);
+            }
+            Long("no-repair") if gateway => o.rewrite = o.rewrite.repair(false),
+            Value(file) if o.file.is_empty() => o.file = file.string()?,
+            arg => return Err(arg.unexpected()),
         }
     }
-    (!o.file.is_empty()).then_some(o)
+    if o.file.is_empty() {
+        return Err("missing FILE (or - for stdin)".into());
+    }
+    Ok(Parsed::Run(cmd, o))
 }
 
 /// Reads `file` (`-` for stdin) as a stream, handing `each` pieces of
@@ -303,18 +369,74 @@ fn count(o: &Options) -> std::io::Result<()> {
     Ok(())
 }
 
+/// `gateway`: the rewriter, from the input to stdout; its statistics as
+/// one JSON line on stderr.
+fn gateway(o: &Options) -> std::io::Result<()> {
+    let (mut frames, mut raw) = (vec![0u8; o.buffer], vec![0u8; o.buffer]);
+    let config = Config::new()
+        .dialect(o.dialect)
+        .minting(Minting::Deterministic)
+        .check_tool_args(o.check_tool_args);
+    let mut rewriter = Rewriter::new(&mut frames, &mut raw, config, o.rewrite);
+    let stdout = std::io::stdout();
+    let mut stdout = stdout.lock();
+    let mut out = Vec::new();
+    let mut failure = None;
+    read_pieces(&o.file, o.chunk, |piece| {
+        out.clear();
+        match rewriter.push(piece, &mut out) {
+            Ok(pushed) => {
+                failure = stdout.write_all(&out).err().map(|e| e.to_string());
+                failure.is_none() && !pushed.ended
+            }
+            Err(e) => {
+                failure = Some(e.to_string());
+                false
+            }
+        }
+    })?;
+    if failure.is_none() {
+        out.clear();
+        match rewriter.finish(&mut out) {
+            Ok(_) => failure = stdout.write_all(&out).err().map(|e| e.to_string()),
+            Err(e) => failure = Some(e.to_string()),
+        }
+    }
+    stdout.flush()?;
+    let s = rewriter.stats();
+    let error = failure.map_or("null".to_owned(), |e| json_string(&e));
+    eprintln!(
+        "{{\"bytes_in\":{},\"bytes_out\":{},\"events\":{},\"forwarded\":{},\"relined\":{},\"encoded\":{},\"violations\":{},\"dropped\":{},\"passed\":{},\"repairs\":{},\"error\":{error}}}",
+        s.bytes_in,
+        s.bytes_out,
+        s.events,
+        s.forwarded,
+        s.relined,
+        s.encoded,
+        s.violations,
+        s.dropped,
+        s.passed,
+        s.repairs
+    );
+    Ok(())
+}
+
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some((cmd, rest)) = args.split_first() else {
-        return usage();
-    };
-    let Some(options) = parse_args(rest) else {
-        return usage();
+    let (cmd, options) = match parse_args() {
+        Ok(Parsed::Run(cmd, options)) => (cmd, options),
+        Ok(Parsed::Help(text)) => {
+            println!("{text}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("agui: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
     };
     let run = match cmd.as_str() {
         "check" => check(&options),
         "count" => count(&options),
-        _ => return usage(),
+        _ => gateway(&options),
     };
     match run {
         Ok(()) => ExitCode::SUCCESS,
