@@ -433,7 +433,7 @@ impl<K: Copy + PartialEq, const N: usize> IdTable<K, N> {
         }
     }
 
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (Span, Entry<K>)> + '_ {
+    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = (Span, Entry<K>)> + '_ {
         self.ids.iter().map(Slot::entry)
     }
 }

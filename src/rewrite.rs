@@ -15,7 +15,7 @@
 //! Output holds only complete blocks: a proxy forwards each push's output at
 //! once, and the unfinished tail waits in the rewriter's raw buffer. Before
 //! each block the rewriter makes sure the writer has room for the block's
-//! worst case ([`frame_bound`]); if not, `push` returns how much it
+//! worst case ([`Rewriter::frame_bound`]); if not, `push` returns how much it
 //! read, and the caller drains the writer and pushes the rest — nothing is
 //! lost.
 //!
@@ -40,15 +40,19 @@ use core::fmt;
 use core::ops::ControlFlow;
 
 use crate::check::decode::decode;
-use crate::check::verify::RunPhase;
+use crate::check::schema::Dialect;
+use crate::check::verify::{Entity, Rule, RunPhase, Verifier};
 use crate::error::Error;
+use crate::error::ErrorKind;
 use crate::event::Event;
+use crate::event_type::EventType;
 use crate::input::json::Limits;
-use crate::output::encode::{BufferFull, Write, encode};
+use crate::output::encode::{BufferFull, SliceWriter, Write, encode, write_str};
 use crate::pipeline::{
     Config, DEFAULT_ID_BYTES, DEFAULT_OPEN_IDS, DEFAULT_OWNERS, FrameInfo, LANE_BYTES, LANES,
     Pipeline, Policy, Sink, Skipped, Summary,
 };
+use crate::string::JsonStr;
 
 /// What the rewriter does with an event that breaks a rule.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -77,6 +81,11 @@ pub struct Options {
     /// End a stream cut mid-run with `RUN_ERROR` (`AGUI_STREAM_TRUNCATED`),
     /// and terminate a cut last frame (default on).
     pub repair: bool,
+    /// Before a repair's or the stop policy's `RUN_ERROR`, close what is
+    /// open — tool calls, text messages, reasoning messages and spans,
+    /// V0's thinking, steps, innermost first — so that a stored replay
+    /// stays readable (default off).
+    pub close_open: bool,
 }
 
 impl Default for Options {
@@ -91,6 +100,7 @@ impl Options {
         Options {
             on_violation: OnViolation::Stop,
             repair: true,
+            close_open: false,
         }
     }
 
@@ -103,6 +113,13 @@ impl Options {
     /// The same options, repairing (or not) the end of the stream.
     pub const fn repair(mut self, repair: bool) -> Self {
         self.repair = repair;
+        self
+    }
+
+    /// The same options, closing (or not) what is open before a final
+    /// `RUN_ERROR`.
+    pub const fn close_open(mut self, close_open: bool) -> Self {
+        self.close_open = close_open;
         self
     }
 }
@@ -131,8 +148,12 @@ pub struct Stats {
     pub dropped: u64,
     /// Frames forwarded despite a violation ([`OnViolation::Pass`]).
     pub passed: u64,
-    /// Repair events written (`RUN_ERROR`s, terminated last frames).
+    /// Repair events written (closing events, `RUN_ERROR`s, terminated
+    /// last frames).
     pub repairs: u64,
+    /// Second terminal events of a run (RUN_FINISHED after RUN_ERROR, a
+    /// repeated RUN_FINISHED) dropped where the dialect rejects them.
+    pub duplicate_terminals: u64,
 }
 
 /// What [`Rewriter::push`] did.
@@ -207,18 +228,11 @@ impl From<BufferFull> for RewriteError {
 /// a final `RUN_ERROR` with its message.
 const FRAME_SLACK: usize = (LANES + 3) * 192 + 3 * LANE_BYTES + RUN_ERROR_BYTES;
 
+/// The most one closing event takes besides its ids.
+const CLOSE_EVENT_BYTES: usize = 96;
+
 /// The most a repair `RUN_ERROR` takes (its message is cut to fit).
 const RUN_ERROR_BYTES: usize = 1024;
-
-/// The most output one block of `len` bytes (counting the bytes it had in
-/// the raw buffer) can give: three times its bytes (a string re-encoded as
-/// `JSON.stringify` writes it takes at most three times the bytes it had)
-/// plus a constant for the events the pipeline may synthesize and a final
-/// `RUN_ERROR`. A writer with room for this for the largest block of a
-/// stream never holds the stream up.
-pub const fn frame_bound(len: usize) -> usize {
-    len.saturating_mul(3).saturating_add(FRAME_SLACK)
-}
 
 /// Where the rewriter stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -329,12 +343,10 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         config: Config,
         options: Options,
     ) -> Self {
-        let policy = match options.on_violation {
-            OnViolation::Stop => Policy::Stop,
-            OnViolation::Drop | OnViolation::Pass => Policy::Monitor,
-        };
+        // The policies are the rewriter's: the pipeline reports every
+        // violation, and the stop policy stops it.
         Rewriter {
-            pipeline: Pipeline::sized(frame_buffer, config.policy(policy)),
+            pipeline: Pipeline::sized(frame_buffer, config.policy(Policy::Monitor)),
             raw: raw_buffer,
             raw_len: 0,
             accounted: 0,
@@ -344,6 +356,27 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             stats: Stats::default(),
             state: State::Open,
         }
+    }
+
+    /// The most output one block of `len` bytes (counting the bytes it
+    /// had in the raw buffer) can give: three times its bytes (a string
+    /// re-encoded as `JSON.stringify` writes it takes at most three times
+    /// the bytes it had) plus a constant for the events the pipeline may
+    /// synthesize and a final `RUN_ERROR` — with [`Options::close_open`],
+    /// also the events that close what may be open (`OPEN` of them, their
+    /// ids up to six times their `ID_BYTES` when escaped). A writer with
+    /// room for this for the largest block of a stream never holds the
+    /// stream up.
+    pub const fn frame_bound(&self, len: usize) -> usize {
+        let close = if self.options.close_open {
+            OPEN.saturating_mul(CLOSE_EVENT_BYTES)
+                .saturating_add(ID_BYTES.saturating_mul(12))
+        } else {
+            0
+        };
+        len.saturating_mul(3)
+            .saturating_add(FRAME_SLACK)
+            .saturating_add(close)
     }
 
     /// What went through so far.
@@ -402,7 +435,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                 let before = scan;
                 match scan.next(rest) {
                     Some(k) => {
-                        let need = frame_bound(k.saturating_add(carried));
+                        let need = self.frame_bound(k.saturating_add(carried));
                         if needed.saturating_add(need) > room {
                             scan = before;
                             if end == pos && pos == 0 {
@@ -459,23 +492,30 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         if self.state == State::Ended {
             return Ok(None);
         }
-        let needed = frame_bound(self.raw_len);
+        let needed = self.frame_bound(self.raw_len);
         if out.room() < needed {
             return Err(RewriteError::OutputFull { needed });
         }
         let base = self.pipeline.offset();
-        let (result, failed) =
-            self.with_forward(&[], base, out, |pipeline, sink| pipeline.finish(sink));
+        let mut stop = Stop::new();
+        let (result, failed) = self.with_forward(&[], base, out, &mut stop, |pipeline, sink| {
+            pipeline.finish(sink)
+        });
         self.state = State::Ended;
         if failed {
             return Err(RewriteError::Write);
+        }
+        if let Some(json) = stop.json() {
+            self.end_run(out, json)?;
+            return Ok(None);
         }
         // What is left (blank lines, a block without data that never
         // ended): blank lines are forwarded, an unfinished block is not.
         let rest = self.raw.get(..self.raw_len).unwrap_or_default();
         if rest.iter().all(|&b| b == b'\n' || b == b'\r') && !rest.is_empty() {
             let end = base;
-            let (_, failed) = self.with_forward(&[], base, out, |_, sink| {
+            let mut stop = Stop::new();
+            let (_, failed) = self.with_forward(&[], base, out, &mut stop, |_, sink| {
                 let from = *sink.accounted;
                 sink.forward(from, end);
             });
@@ -491,11 +531,11 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             }
         };
         if self.options.repair && summary.run == RunPhase::Active {
-            self.run_error(
-                out,
-                "AGUI_STREAM_TRUNCATED",
-                &"the stream ended before the run finished",
-            )?;
+            let mut buf = [0u8; RUN_ERROR_BYTES];
+            let message = "the stream ended before the run finished";
+            if let Some(json) = run_error_json(&mut buf, "AGUI_STREAM_TRUNCATED", &message) {
+                self.end_run(out, json)?;
+            }
         }
         Ok(Some(summary))
     }
@@ -505,13 +545,18 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
     fn run<W: Write + ?Sized>(&mut self, chunk: &[u8], out: &mut W) -> Result<(), RewriteError> {
         let base = self.pipeline.offset();
         let raw_start = self.accounted;
-        let (result, failed) = self.with_forward(chunk, base, out, |pipeline, sink| {
+        let mut stop = Stop::new();
+        let (result, failed) = self.with_forward(chunk, base, out, &mut stop, |pipeline, sink| {
             pipeline.push(chunk, sink)
         });
         self.stats.bytes_in = self.stats.bytes_in.saturating_add(chunk.len() as u64);
         if failed {
             self.state = State::Ended;
             return Err(RewriteError::Write);
+        }
+        if let Some(json) = stop.json() {
+            self.state = State::Ended;
+            return self.end_run(out, json);
         }
         if let Err(e) = result {
             return self.stop(e, out);
@@ -543,6 +588,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         chunk: &[u8],
         base: u64,
         out: &mut W,
+        stop: &mut Stop,
         f: impl FnOnce(&mut Pipeline<'b, OPEN, OWNERS, ID_BYTES>, &mut Forward<'_, W>) -> T,
     ) -> (T, bool) {
         let raw_start = self.accounted;
@@ -559,71 +605,157 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             frame: None,
             frame_written: false,
             failed: false,
+            stop,
         };
         let result = f(&mut self.pipeline, &mut sink);
         (result, sink.failed)
     }
 
-    /// The pipeline stopped: the policy's final `RUN_ERROR`, then nothing.
+    /// The pipeline failed: the policy's final `RUN_ERROR`, then nothing.
     fn stop<W: Write + ?Sized>(&mut self, e: Error, out: &mut W) -> Result<(), RewriteError> {
         self.state = State::Ended;
         self.stats.violations = self.stats.violations.saturating_add(1);
-        let code = if e.is_capacity() {
-            "AGUI_STREAM_CAPACITY"
-        } else {
-            "AGUI_STREAM_VIOLATION"
-        };
         let message = Rendered(&self.pipeline, e);
         let mut buf = [0u8; RUN_ERROR_BYTES];
-        let Some(len) = run_error_json(&mut buf, code, &message) else {
-            return Ok(());
-        };
-        self.write_run_error(out, buf.get(..len).unwrap_or_default())
-    }
-
-    fn run_error<W: Write + ?Sized>(
-        &mut self,
-        out: &mut W,
-        code: &str,
-        message: &dyn fmt::Display,
-    ) -> Result<(), RewriteError> {
-        let mut buf = [0u8; RUN_ERROR_BYTES];
-        match run_error_json(&mut buf, code, message) {
-            Some(len) => self.write_run_error(out, buf.get(..len).unwrap_or_default()),
+        match run_error_json(&mut buf, code_of(&e), &message) {
+            Some(json) => self.end_run(out, json),
             None => Ok(()),
         }
     }
 
-    /// Writes a `RUN_ERROR` if the verifier as it stands accepts one (not
-    /// after another: the client already knows).
-    fn write_run_error<W: Write + ?Sized>(
-        &mut self,
-        out: &mut W,
-        json: &[u8],
-    ) -> Result<(), RewriteError> {
-        let config = self.pipeline.config();
-        let Ok(Some(event)) = decode(json, config.dialect, Limits::new()) else {
-            return Ok(());
-        };
+    /// Ends the run: closes what is open ([`Options::close_open`]), then the
+    /// `RUN_ERROR` `json` — each event only if the verifier, as the client
+    /// would, accepts it (no `RUN_ERROR` after another).
+    fn end_run<W: Write + ?Sized>(&mut self, out: &mut W, json: &[u8]) -> Result<(), RewriteError> {
+        let dialect = self.pipeline.config().dialect;
         let mut verifier = self.pipeline.verifier().clone();
-        if verifier.check(&event).is_err() {
-            return Ok(());
-        }
         let mut out = Counted {
             out,
             bytes: &mut self.stats.bytes_out,
         };
-        out.write_bytes(b"data: ")?;
-        out.write_bytes(json)?;
-        out.write_bytes(b"\n\n")?;
-        self.stats.repairs = self.stats.repairs.saturating_add(1);
+        let repairs = &mut self.stats.repairs;
+        let mut emit = |json: &[u8], verifier: &mut Verifier<OPEN, OWNERS, ID_BYTES>| {
+            let accepted = match decode(json, dialect, Limits::new()) {
+                Ok(Some(event)) => verifier.check(&event).is_ok(),
+                _ => false,
+            };
+            if accepted {
+                out.write_bytes(b"data: ")?;
+                out.write_bytes(json)?;
+                out.write_bytes(b"\n\n")?;
+                *repairs = repairs.saturating_add(1);
+            }
+            Ok::<(), BufferFull>(())
+        };
+        if self.options.close_open {
+            let open = self.pipeline.verifier();
+            // An id too long to write here (2 KiB escaped) is left open.
+            let mut buf = [0u8; 2048];
+            for (kind, ty, key) in CLOSE_ORDER {
+                for (id, owner) in open.open_owned(kind) {
+                    // A forgotten owner cannot be named: left open.
+                    let Some(owner) = owner else { continue };
+                    if let Some(json) = close_json(&mut buf, ty, key, id, owner) {
+                        emit(json, &mut verifier)?;
+                    }
+                }
+            }
+            if dialect == Dialect::V0 && open.thinking_open() {
+                emit(br#"{"type":"THINKING_TEXT_MESSAGE_END"}"#, &mut verifier)?;
+                emit(br#"{"type":"THINKING_END"}"#, &mut verifier)?;
+            }
+        }
+        emit(json, &mut verifier)?;
         Ok(())
+    }
+}
+
+/// What is closed before a final `RUN_ERROR`, innermost first: the entity,
+/// the event that closes it, and the member naming it.
+const CLOSE_ORDER: [(Entity, EventType, &str); 5] = [
+    (Entity::ToolCall, EventType::ToolCallEnd, "toolCallId"),
+    (Entity::TextMessage, EventType::TextMessageEnd, "messageId"),
+    (
+        Entity::ReasoningMessage,
+        EventType::ReasoningMessageEnd,
+        "messageId",
+    ),
+    (Entity::ReasoningSpan, EventType::ReasoningEnd, "messageId"),
+    (Entity::Step, EventType::StepFinished, "stepName"),
+];
+
+/// `{"type":TY,KEY:ID[,"subagentRunId":OWNER]}` into `buf`.
+fn close_json<'b>(
+    buf: &'b mut [u8],
+    ty: EventType,
+    key: &str,
+    id: JsonStr<'_>,
+    owner: Option<JsonStr<'_>>,
+) -> Option<&'b [u8]> {
+    let mut w = SliceWriter::new(buf);
+    let written = (|| {
+        w.write_bytes(b"{\"type\":\"")?;
+        w.write_bytes(ty.as_str().as_bytes())?;
+        w.write_bytes(b"\",\"")?;
+        w.write_bytes(key.as_bytes())?;
+        w.write_bytes(b"\":")?;
+        write_str(id, &mut w)?;
+        if let Some(owner) = owner {
+            w.write_bytes(b",\"subagentRunId\":")?;
+            write_str(owner, &mut w)?;
+        }
+        w.write_bytes(b"}")
+    })();
+    let len = w.len();
+    written.ok()?;
+    buf.get(..len)
+}
+
+/// The final `RUN_ERROR`'s code for `e`.
+fn code_of(e: &Error) -> &'static str {
+    if e.is_capacity() {
+        "AGUI_STREAM_CAPACITY"
+    } else {
+        "AGUI_STREAM_VIOLATION"
+    }
+}
+
+/// The stop policy's decision, taken in the sink: the final `RUN_ERROR`.
+struct Stop {
+    json: [u8; RUN_ERROR_BYTES],
+    len: Option<usize>,
+}
+
+impl Stop {
+    const fn new() -> Self {
+        Stop {
+            json: [0; RUN_ERROR_BYTES],
+            len: None,
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        self.len.is_some()
+    }
+
+    fn set(&mut self, error: &Error, message: &dyn fmt::Display) {
+        let len = run_error_json(&mut self.json, code_of(error), message).map_or(0, <[u8]>::len);
+        self.len = Some(len);
+    }
+
+    /// The `RUN_ERROR` to end with, once stopped.
+    fn json(&self) -> Option<&[u8]> {
+        self.json.get(..self.len?)
     }
 }
 
 /// `{"type":"RUN_ERROR","message":…,"code":…}` into `buf`; the message is
 /// cut (at a character) to fit.
-fn run_error_json(buf: &mut [u8], code: &str, message: &dyn fmt::Display) -> Option<usize> {
+fn run_error_json<'b>(
+    buf: &'b mut [u8],
+    code: &str,
+    message: &dyn fmt::Display,
+) -> Option<&'b [u8]> {
     let tail_len = code.len().saturating_add(12);
     let mut w = Escaped {
         buf,
@@ -637,7 +769,8 @@ fn run_error_json(buf: &mut [u8], code: &str, message: &dyn fmt::Display) -> Opt
     w.raw(b"\",\"code\":\"").ok()?;
     w.raw(code.as_bytes()).ok()?;
     w.raw(b"\"}").ok()?;
-    Some(w.len)
+    let len = w.len;
+    buf.get(..len)
 }
 
 /// A JSON string's contents, escaped, into a slice.
@@ -742,6 +875,8 @@ struct Forward<'a, W: ?Sized> {
     frame: Option<u64>,
     frame_written: bool,
     failed: bool,
+    /// Set when the stop policy stops: nothing more is written.
+    stop: &'a mut Stop,
 }
 
 impl<'a, W: Write + ?Sized> Forward<'a, W> {
@@ -837,6 +972,9 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
 
 impl<W: Write + ?Sized> Sink for Forward<'_, W> {
     fn event(&mut self, event: &Event<'_>, frame: &FrameInfo) -> ControlFlow<()> {
+        if self.stop.stopped() {
+            return ControlFlow::Break(());
+        }
         self.begin(frame);
         self.stats.events = self.stats.events.saturating_add(1);
         if frame.original {
@@ -858,20 +996,44 @@ impl<W: Write + ?Sized> Sink for Forward<'_, W> {
         ControlFlow::Continue(())
     }
 
-    fn violation(&mut self, _: &Error, frame: &FrameInfo, _: &dyn fmt::Display) -> ControlFlow<()> {
-        self.begin(frame);
+    fn violation(
+        &mut self,
+        error: &Error,
+        frame: &FrameInfo,
+        message: &dyn fmt::Display,
+    ) -> ControlFlow<()> {
+        if self.stop.stopped() {
+            return ControlFlow::Break(());
+        }
+        let policy = self.options.on_violation;
+        if policy != OnViolation::Pass && second_terminal(error) {
+            self.begin(frame);
+            self.stats.duplicate_terminals = self.stats.duplicate_terminals.saturating_add(1);
+            return ControlFlow::Continue(());
+        }
         self.stats.violations = self.stats.violations.saturating_add(1);
-        match self.options.on_violation {
+        match policy {
+            OnViolation::Stop => {
+                self.stop.set(error, message);
+                return ControlFlow::Break(());
+            }
             OnViolation::Pass if frame.original => {
+                self.begin(frame);
                 self.frame_bytes(frame);
                 self.stats.passed = self.stats.passed.saturating_add(1);
             }
-            _ => self.stats.dropped = self.stats.dropped.saturating_add(1),
+            OnViolation::Pass | OnViolation::Drop => {
+                self.begin(frame);
+                self.stats.dropped = self.stats.dropped.saturating_add(1);
+            }
         }
         ControlFlow::Continue(())
     }
 
     fn skipped(&mut self, skipped: &Skipped) -> ControlFlow<()> {
+        if self.stop.stopped() {
+            return ControlFlow::Break(());
+        }
         match *skipped {
             Skipped::NoData { end, .. } => {
                 self.frame = None;
@@ -889,6 +1051,17 @@ impl<W: Write + ?Sized> Sink for Forward<'_, W> {
         }
         ControlFlow::Continue(())
     }
+}
+
+/// A RUN_FINISHED or RUN_ERROR the run's end already had.
+fn second_terminal(error: &Error) -> bool {
+    matches!(
+        error.kind,
+        ErrorKind::Verify {
+            event: EventType::RunFinished | EventType::RunError,
+            rule: Rule::AfterRunError | Rule::AfterRunFinished,
+        }
+    )
 }
 
 /// Re-lining a block the reference client cannot read: CR and CRLF line

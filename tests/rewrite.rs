@@ -11,7 +11,7 @@
 
 mod common;
 
-use agui_stream::rewrite::{OnViolation, Options, RewriteError, Rewriter, Stats, frame_bound};
+use agui_stream::rewrite::{OnViolation, Options, RewriteError, Rewriter, Stats};
 use agui_stream::{Config, Dialect, Event, FrameInfo, Pipeline, SliceWriter, encode};
 
 /// The rewritten stream, pushed in `piece`-byte pieces, with its stats.
@@ -151,7 +151,7 @@ fn a_writer_sized_by_the_bound_gets_everything() {
         let (want, _) = rewrite(&stream, config(Dialect::V1), Options::new(), 7);
         let (mut frames, mut raw) = (vec![0u8; 1 << 16], vec![0u8; 1 << 20]);
         let mut r = Rewriter::new(&mut frames, &mut raw, config(Dialect::V1), Options::new());
-        let mut buf = vec![0u8; frame_bound(largest)];
+        let mut buf = vec![0u8; r.frame_bound(largest)];
         let mut got = Vec::new();
         for piece in stream.chunks(1460) {
             let mut rest = piece;
@@ -292,4 +292,70 @@ fn line_ends_the_reference_cannot_read_are_rewritten() {
         String::from_utf8_lossy(&out),
         format!("data: {RUN_STARTED}\n\ndata:\ndata: {RUN_FINISHED}\n\n")
     );
+}
+
+#[test]
+fn close_open_closes_what_is_open_before_the_run_error() {
+    let stream = common::sse(&[
+        RUN_STARTED,
+        r#"{"type":"STEP_STARTED","stepName":"plan"}"#,
+        &common::start("m"),
+        r#"{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"f","parentMessageId":"m"}"#,
+        r#"{"type":"REASONING_START","messageId":"r"}"#,
+    ]);
+    let options = Options::new().close_open(true);
+    let (out, stats) = rewrite(&stream, Config::new(), options, 9);
+    let got = lines(&out);
+    let tail: Vec<&str> = got[5..].iter().map(String::as_str).collect();
+    assert_eq!(
+        tail,
+        [
+            r#"data: {"type":"TOOL_CALL_END","toolCallId":"c"}"#,
+            r#"data: {"type":"TEXT_MESSAGE_END","messageId":"m"}"#,
+            r#"data: {"type":"REASONING_END","messageId":"r"}"#,
+            r#"data: {"type":"STEP_FINISHED","stepName":"plan"}"#,
+            r#"data: {"type":"RUN_ERROR","message":"the stream ended before the run finished","code":"AGUI_STREAM_TRUNCATED"}"#,
+        ]
+    );
+    assert_eq!(stats.repairs, 5);
+    // The output is a stream the pipeline accepts, complete.
+    let mut buf = vec![0u8; 4096];
+    let mut p = Pipeline::new(&mut buf, Config::new());
+    let mut sink = |_: &Event<'_>, _: &FrameInfo| {};
+    p.push(&out, &mut sink).unwrap();
+    assert!(p.finish(&mut sink).unwrap().is_complete());
+    // Before the stop policy's RUN_ERROR too.
+    let mut bad = stream.clone();
+    bad.extend_from_slice(b"data: {\"type\":\"TEXT_MESSAGE_END\",\"messageId\":\"x\"}\n\n");
+    let (out, _) = rewrite(&bad, Config::new(), options, 9);
+    let got = lines(&out);
+    assert_eq!(got.len(), 10, "{got:?}");
+    assert!(got[9].contains("AGUI_STREAM_VIOLATION"));
+    // Without it, only the RUN_ERROR.
+    let (out, _) = rewrite(&stream, Config::new(), Options::new(), 9);
+    assert_eq!(lines(&out).len(), 6);
+}
+
+#[test]
+fn a_second_terminal_event_is_dropped() {
+    let error = r#"{"type":"RUN_ERROR","message":"boom"}"#;
+    for dialect in [Dialect::V1, Dialect::V0] {
+        for (events, dropped) in [
+            (vec![RUN_STARTED, error, RUN_FINISHED], 1),
+            (vec![RUN_STARTED, RUN_FINISHED, RUN_FINISHED], 1),
+            // RUN_ERROR after RUN_FINISHED is accepted: kept.
+            (vec![RUN_STARTED, RUN_FINISHED, error], 0),
+        ] {
+            let stream = common::sse(&events);
+            let (out, stats) = rewrite(&stream, config(dialect), Options::new(), 5);
+            assert_eq!(stats.duplicate_terminals, dropped, "{events:?}");
+            assert_eq!(stats.violations, 0);
+            let kept = if dropped == 1 {
+                &events[..2]
+            } else {
+                &events[..]
+            };
+            assert_eq!(out, common::sse(kept), "{dialect:?} {events:?}");
+        }
+    }
 }

@@ -3,7 +3,7 @@
 //! ```text
 //! agui check [--dialect v1|v0] [--chunk N] [--buffer N] [--check-tool-args] FILE|-
 //! agui count [--dialect v1|v0] [--chunk N] [--buffer N] [--check-tool-args] FILE|-
-//! agui gateway [--dialect v1|v0] [--on-violation stop|drop|pass] [--no-repair] [--check-tool-args] [--chunk N] [--buffer N] FILE|-
+//! agui gateway [--dialect v1|v0] [--on-violation stop|drop|pass] [--no-repair] [--close-open] [--check-tool-args] [--chunk N] [--buffer N] FILE|-
 //! ```
 //!
 //! `check` prints one canonical JSON line per event that passes, then a
@@ -77,7 +77,8 @@ fn help(cmd: &str) -> String {
   The rewritten stream on stdout; statistics as one JSON line on stderr.
 {common}
   --on-violation stop|drop|pass   (default stop: a final RUN_ERROR)
-  --no-repair         leave a stream cut mid-run as it is"
+  --no-repair         leave a stream cut mid-run as it is
+  --close-open        close what is open before a final RUN_ERROR"
         ),
     }
 }
@@ -141,6 +142,7 @@ fn parse_args() -> Result<Parsed, lexopt::Error> {
                 o.rewrite = o.rewrite.on_violation(policy);
             }
             Long("no-repair") if gateway => o.rewrite = o.rewrite.repair(false),
+            Long("close-open") if gateway => o.rewrite = o.rewrite.close_open(true),
             Value(file) if o.file.is_empty() => o.file = file.string()?,
             arg => return Err(arg.unexpected()),
         }
@@ -405,19 +407,21 @@ fn gateway(o: &Options) -> std::io::Result<()> {
     stdout.flush()?;
     let s = rewriter.stats();
     let error = failure.map_or("null".to_owned(), |e| json_string(&e));
-    eprintln!(
-        "{{\"bytes_in\":{},\"bytes_out\":{},\"events\":{},\"forwarded\":{},\"relined\":{},\"encoded\":{},\"violations\":{},\"dropped\":{},\"passed\":{},\"repairs\":{},\"error\":{error}}}",
-        s.bytes_in,
-        s.bytes_out,
-        s.events,
-        s.forwarded,
-        s.relined,
-        s.encoded,
-        s.violations,
-        s.dropped,
-        s.passed,
-        s.repairs
-    );
+    let fields = [
+        ("bytes_in", s.bytes_in),
+        ("bytes_out", s.bytes_out),
+        ("events", s.events),
+        ("forwarded", s.forwarded),
+        ("relined", s.relined),
+        ("encoded", s.encoded),
+        ("violations", s.violations),
+        ("dropped", s.dropped),
+        ("passed", s.passed),
+        ("repairs", s.repairs),
+        ("duplicate_terminals", s.duplicate_terminals),
+    ];
+    let fields: Vec<String> = fields.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+    eprintln!("{{{},\"error\":{error}}}", fields.join(","));
     Ok(())
 }
 

@@ -340,6 +340,38 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             .map(|(s, _)| self.pool.text(s))
     }
 
+    /// The open entities of `kind`, newest first, each with the subagent
+    /// that owns it: `Some(None)` for the parent agent, `None` where the
+    /// owner record was forgotten (what closing them would need to name).
+    pub fn open_owned(
+        &self,
+        kind: Entity,
+    ) -> impl Iterator<Item = (JsonStr<'_>, Option<Option<JsonStr<'_>>>)> {
+        let owned = match kind {
+            Entity::TextMessage => Some(Owned::Message),
+            Entity::ToolCall => Some(Owned::ToolCall),
+            Entity::ReasoningSpan | Entity::ReasoningMessage => Some(Owned::Reasoning),
+            _ => None,
+        };
+        self.open
+            .iter()
+            .rev()
+            .filter(move |(_, e)| e.kind == Open::Entity(kind))
+            .map(move |(s, e)| {
+                let id = self.pool.text(s);
+                let owner = match owned {
+                    // Steps and subagents keep their owner in the table.
+                    None => Some(e.owner),
+                    Some(owned) => match self.owner_of(owned, id) {
+                        OwnerOf::Known(owner) => Some(owner),
+                        OwnerOf::Unknown => Some(None),
+                        OwnerOf::Forgotten | OwnerOf::Uncertain => None,
+                    },
+                };
+                (id, owner.map(|o| self.name(o)))
+            })
+    }
+
     /// True while a V0 thinking step or thinking message is open.
     pub fn thinking_open(&self) -> bool {
         self.thinking_step || self.thinking_message
