@@ -1,18 +1,13 @@
-//! Writing events as JSON, without allocation.
-//!
-//! The encoder walks the same schema tables the decoder checks against, so
-//! it writes exactly what the dialect keeps: for [`Dialect::V1`] only the
-//! members the schema knows, at every depth, with unrecognised union members
-//! left out; for [`Dialect::V0`] the event's unknown top-level members too
-//! (nested objects are stripped, as zod v3 strips them). Strings are written
+//! Writing events as JSON text, without allocation. What is written (the
+//! members the dialect keeps) is decided by [`walk`]; strings are written
 //! the way `JSON.stringify` writes them (invalid UTF-8 as U+FFFD, lone
-//! surrogates as `\udxxx`); numbers are copied as written.
+//! surrogates as `\udxxx`), numbers copied as written.
 
 use core::fmt;
 
-use crate::check::schema::{self, Dialect, Extra, LegacyBinary, Obj, Shape, Special};
+use super::walk::{self, Name, Node};
 use crate::event::Event;
-use crate::input::json::{JsonKind, RawJson, Token, Tokens};
+use crate::input::json::{RawJson, Token, Tokens};
 use crate::string::{JsonStr, encode_wtf8};
 
 /// Where the encoder writes.
@@ -133,29 +128,10 @@ impl Write for std::vec::Vec<u8> {
 ///
 /// [`BufferFull`] when `out` has no room left (what was written stays).
 pub fn encode<W: Write + ?Sized>(event: &Event<'_>, out: &mut W) -> Result<(), BufferFull> {
-    let dialect = event.dialect();
     out.write_bytes(b"{\"type\":\"")?;
     out.write_bytes(event.event_type().as_str().as_bytes())?;
     out.write_bytes(b"\"")?;
-    let fields = schema::event_fields(dialect, event.event_type());
-    for f in fields {
-        if let Some(v) = event.get(f.key) {
-            out.write_bytes(b",\"")?;
-            out.write_bytes(f.key.as_str().as_bytes())?;
-            out.write_bytes(b"\":")?;
-            write_shaped(v, &f.shape, out)?;
-        }
-    }
-    if let (Dialect::V0, Some(object)) = (dialect, event.object()) {
-        for (name, value) in object.members() {
-            if schema::passes_through(name, fields) {
-                out.write_bytes(b",")?;
-                write_str(name, out)?;
-                out.write_bytes(b":")?;
-                write_any(value, out)?;
-            }
-        }
-    }
+    walk::event(event, |name, value| write_member(false, name, value, out))?;
     out.write_bytes(b"}")
 }
 
@@ -170,117 +146,48 @@ pub fn encode_to_slice(event: &Event<'_>, buf: &mut [u8]) -> Result<usize, Buffe
     Ok(w.len())
 }
 
-/// Writes a value the schema describes by `shape`, stripping what it does not know.
-fn write_shaped<W: Write + ?Sized>(
-    v: RawJson<'_>,
-    shape: &Shape,
-    out: &mut W,
-) -> Result<(), BufferFull> {
-    match *shape {
-        Shape::Object(o) if v.kind() == JsonKind::Object => write_object(v, o, None, out),
-        Shape::Union(u) if v.kind() == JsonKind::Object => match schema::variant(v, u) {
-            Some(o) => write_object(v, o, Some(u.tag.as_str()), out),
-            None => write_any(v, out),
-        },
-        Shape::Array(item) | Shape::NonEmptyArray(item) if v.kind() == JsonKind::Array => {
+/// Writes a node of the walk.
+fn write_node<W: Write + ?Sized>(node: Node<'_>, out: &mut W) -> Result<(), BufferFull> {
+    match node {
+        Node::Raw(v) => write_any(v, out),
+        Node::Known(s) => write_str(JsonStr::from_escaped(s.as_bytes()), out),
+        Node::Object(o) => {
+            let mut first = true;
+            o.members(|name, value| write_member(core::mem::take(&mut first), name, value, out))?;
+            out.write_bytes(if first { b"{}" } else { b"}" })
+        }
+        Node::Array(array, item) => {
             out.write_bytes(b"[")?;
             let mut first = true;
-            for e in v.elements() {
-                if schema::omitted(e, item, v) {
-                    continue;
-                }
-                if !first {
+            walk::elements(array, item, |e| {
+                if !core::mem::take(&mut first) {
                     out.write_bytes(b",")?;
                 }
-                first = false;
-                write_shaped(e, item, out)?;
-            }
+                write_node(e, out)
+            })?;
             out.write_bytes(b"]")
         }
-        Shape::StrOr(inner) if v.kind() != JsonKind::String => write_shaped(v, inner, out),
-        Shape::Dict if v.kind() == JsonKind::Object => {
-            out.write_bytes(b"{")?;
-            let mut first = true;
-            for (name, value) in v.members().filter(|(k, _)| !k.eq_str("__proto__")) {
-                if !first {
-                    out.write_bytes(b",")?;
-                }
-                first = false;
-                write_str(name, out)?;
-                out.write_bytes(b":")?;
-                write_any(value, out)?;
-            }
-            out.write_bytes(b"}")
-        }
-        _ => write_any(v, out),
     }
 }
 
-/// Writes a legacy binary part as the media part it is upgraded to.
-fn write_legacy_binary<W: Write + ?Sized>(
-    b: &LegacyBinary<'_>,
+/// Writes a member, `{` first if it is the first.
+fn write_member<W: Write + ?Sized>(
+    first: bool,
+    name: Name<'_>,
+    value: Node<'_>,
     out: &mut W,
 ) -> Result<(), BufferFull> {
-    out.write_bytes(b"{\"type\":\"")?;
-    out.write_bytes(b.part_type.as_bytes())?;
-    out.write_bytes(b"\",\"source\":{\"type\":\"")?;
-    out.write_bytes(b.source_type().as_bytes())?;
-    out.write_bytes(b"\",\"value\":")?;
-    write_any(b.value, out)?;
-    out.write_bytes(b",\"mimeType\":")?;
-    write_any(b.mime_type, out)?;
-    out.write_bytes(b"}")?;
-    if let Some(filename) = b.filename {
-        out.write_bytes(b",\"metadata\":{\"filename\":")?;
-        write_any(filename, out)?;
-        out.write_bytes(b"}")?;
+    out.write_bytes(if first { b"{\"" } else { b",\"" })?;
+    match name {
+        Name::Known(name) => out.write_bytes(name.as_bytes())?,
+        Name::Json(name) => write_text(name, out)?,
     }
-    out.write_bytes(b"}")
-}
-
-fn write_object<W: Write + ?Sized>(
-    v: RawJson<'_>,
-    o: &'static Obj,
-    tag: Option<&'static str>,
-    out: &mut W,
-) -> Result<(), BufferFull> {
-    if let Some(b) = (o.special == Special::LegacyBinary)
-        .then(|| LegacyBinary::read(v))
-        .flatten()
-    {
-        return write_legacy_binary(&b, out);
-    }
-    out.write_bytes(b"{")?;
-    let mut first = true;
-    let mut member = |name: JsonStr<'_>, out: &mut W| -> Result<(), BufferFull> {
-        if !first {
-            out.write_bytes(b",")?;
-        }
-        first = false;
-        write_str(name, out)?;
-        out.write_bytes(b":")
-    };
-    if let Some((tag, t)) = tag.and_then(|tag| Some((tag, v.get(tag)?))) {
-        member(JsonStr::from_escaped(tag.as_bytes()), out)?;
-        write_any(t, out)?;
-    }
-    for (f, value) in schema::written_fields(v, o) {
-        member(JsonStr::from_escaped(f.name.as_str().as_bytes()), out)?;
-        write_shaped(value, &f.shape, out)?;
-    }
-    if o.extra == Extra::Keep {
-        for (name, value) in v.members() {
-            if schema::kept_unlisted(name, o, tag) {
-                member(name, out)?;
-                write_any(value, out)?;
-            }
-        }
-    }
-    out.write_bytes(b"}")
+    out.write_bytes(b"\":")?;
+    write_node(value, out)
 }
 
 /// Writes any value compactly, strings re-escaped, numbers as written.
-pub(crate) fn write_any<W: Write + ?Sized>(v: RawJson<'_>, out: &mut W) -> Result<(), BufferFull> {
+fn write_any<W: Write + ?Sized>(v: RawJson<'_>, out: &mut W) -> Result<(), BufferFull> {
     for t in Tokens::new(v) {
         match t {
             Token::Open(b) | Token::Close(b) => out.write_bytes(&[b])?,
@@ -300,6 +207,12 @@ pub(crate) fn write_any<W: Write + ?Sized>(v: RawJson<'_>, out: &mut W) -> Resul
 /// [`BufferFull`] when `out` has no room left.
 pub fn write_str<W: Write + ?Sized>(s: JsonStr<'_>, out: &mut W) -> Result<(), BufferFull> {
     out.write_bytes(b"\"")?;
+    write_text(s, out)?;
+    out.write_bytes(b"\"")
+}
+
+/// [`write_str`] without the quotes.
+fn write_text<W: Write + ?Sized>(s: JsonStr<'_>, out: &mut W) -> Result<(), BufferFull> {
     if let Some(plain) = s.as_str() {
         // No escapes and valid UTF-8: a JSON string's raw bytes hold no quote
         // or control character, so they are already in JSON.stringify form.
@@ -309,7 +222,7 @@ pub fn write_str<W: Write + ?Sized>(s: JsonStr<'_>, out: &mut W) -> Result<(), B
             write_char(c, out)?;
         }
     }
-    out.write_bytes(b"\"")
+    Ok(())
 }
 
 fn write_char<W: Write + ?Sized>(c: u32, out: &mut W) -> Result<(), BufferFull> {
@@ -343,6 +256,7 @@ fn write_char<W: Write + ?Sized>(c: u32, out: &mut W) -> Result<(), BufferFull> 
 mod tests {
     use super::*;
     use crate::check::decode::decode;
+    use crate::check::schema::Dialect;
     use crate::input::json::Limits;
     extern crate std;
     use std::string::String;

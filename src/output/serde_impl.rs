@@ -1,15 +1,16 @@
 //! `serde::Serialize` for the views (feature `serde`).
 //!
-//! An [`Event`] serializes to the same members [`crate::encode`] writes.
-//! Nested values are serialized through serde's nested serializers, so
-//! serialization recurses once per JSON nesting level — bounded by the
-//! [`Limits::max_depth`](crate::json::Limits::max_depth) the value was validated with. Numbers that
-//! are integer literals within `i64`/`u64` serialize as integers, others as
-//! `f64`; strings serialize decoded (a lone surrogate as U+FFFD).
+//! An [`Event`] serializes through the same [`walk`] as [`crate::encode`],
+//! so to the same members. A [`RawJson`] is serialized through serde's
+//! nested serializers, so it recurses once per JSON nesting level — bounded
+//! by the [`Limits::max_depth`](crate::json::Limits::max_depth) it was
+//! validated with. Numbers that are integer literals within `i64`/`u64`
+//! serialize as integers, others as `f64`; strings serialize decoded (a lone
+//! surrogate as U+FFFD).
 
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 
-use crate::check::schema::{self, Dialect, Extra, LegacyBinary, Obj, Shape, Special};
+use super::walk::{self, Name, Node};
 use crate::event::Event;
 use crate::input::json::{JsonKind, RawJson};
 
@@ -80,158 +81,40 @@ impl Serialize for RawJson<'_> {
     }
 }
 
-/// A value seen through its schema shape: serialized stripped, as the
-/// encoder writes it.
-struct Shaped<'a> {
-    value: RawJson<'a>,
-    shape: &'static Shape,
-}
-
-/// An object seen through one of its shapes (and a union's tag).
-struct ShapedObject<'a> {
-    value: RawJson<'a>,
-    obj: &'static Obj,
-    tag: Option<&'static str>,
-}
-
-impl Serialize for Shaped<'_> {
+impl Serialize for Name<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let v = self.value;
-        match *self.shape {
-            Shape::Object(obj) if v.kind() == JsonKind::Object => ShapedObject {
-                value: v,
-                obj,
-                tag: None,
+        match self {
+            Name::Known(name) => s.serialize_str(name),
+            Name::Json(name) => name.serialize(s),
+        }
+    }
+}
+
+/// A node of the walk, written through serde.
+impl Serialize for Node<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Node::Raw(v) => v.serialize(s),
+            Node::Known(text) => s.serialize_str(text),
+            Node::Object(o) => {
+                let mut map = s.serialize_map(o.len())?;
+                o.members(|name, value| map.serialize_entry(&name, &value))?;
+                map.end()
             }
-            .serialize(s),
-            Shape::Union(u) if v.kind() == JsonKind::Object => match schema::variant(v, u) {
-                Some(obj) => ShapedObject {
-                    value: v,
-                    obj,
-                    tag: Some(u.tag.as_str()),
-                }
-                .serialize(s),
-                None => v.serialize(s),
-            },
-            Shape::Array(item) | Shape::NonEmptyArray(item) if v.kind() == JsonKind::Array => {
+            &Node::Array(array, item) => {
                 let mut seq = s.serialize_seq(None)?;
-                for e in v.elements() {
-                    if !schema::omitted(e, item, v) {
-                        seq.serialize_element(&Shaped {
-                            value: e,
-                            shape: item,
-                        })?;
-                    }
-                }
+                walk::elements(array, item, |e| seq.serialize_element(&e))?;
                 seq.end()
             }
-            Shape::StrOr(inner) if v.kind() != JsonKind::String => Shaped {
-                value: v,
-                shape: inner,
-            }
-            .serialize(s),
-            Shape::Dict if v.kind() == JsonKind::Object => {
-                let mut map = s.serialize_map(None)?;
-                for (k, x) in v.members().filter(|(k, _)| !k.eq_str("__proto__")) {
-                    map.serialize_entry(&k, &x)?;
-                }
-                map.end()
-            }
-            _ => v.serialize(s),
         }
-    }
-}
-
-/// A legacy binary part, serialized as the media part it is upgraded to.
-struct Upgraded<'a>(LegacyBinary<'a>);
-
-impl Serialize for Upgraded<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        struct Source<'a>(&'a LegacyBinary<'a>);
-        impl Serialize for Source<'_> {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                let mut map = s.serialize_map(Some(3))?;
-                map.serialize_entry("type", self.0.source_type())?;
-                map.serialize_entry("value", &self.0.value)?;
-                map.serialize_entry("mimeType", &self.0.mime_type)?;
-                map.end()
-            }
-        }
-        struct Filename<'a>(RawJson<'a>);
-        impl Serialize for Filename<'_> {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                let mut map = s.serialize_map(Some(1))?;
-                map.serialize_entry("filename", &self.0)?;
-                map.end()
-            }
-        }
-        let b = &self.0;
-        let mut map = s.serialize_map(None)?;
-        map.serialize_entry("type", b.part_type)?;
-        map.serialize_entry("source", &Source(b))?;
-        if let Some(f) = b.filename {
-            map.serialize_entry("metadata", &Filename(f))?;
-        }
-        map.end()
-    }
-}
-
-impl Serialize for ShapedObject<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let (v, o) = (self.value, self.obj);
-        if let Some(b) = (o.special == Special::LegacyBinary)
-            .then(|| LegacyBinary::read(v))
-            .flatten()
-        {
-            return Upgraded(b).serialize(s);
-        }
-        let mut map = s.serialize_map(None)?;
-        if let Some((tag, t)) = self.tag.and_then(|tag| Some((tag, v.get(tag)?))) {
-            map.serialize_entry(tag, &t)?;
-        }
-        for (f, value) in schema::written_fields(v, o) {
-            map.serialize_entry(
-                f.name.as_str(),
-                &Shaped {
-                    value,
-                    shape: &f.shape,
-                },
-            )?;
-        }
-        if o.extra == Extra::Keep {
-            for (name, value) in v.members() {
-                if schema::kept_unlisted(name, o, self.tag) {
-                    map.serialize_entry(&name, &value)?;
-                }
-            }
-        }
-        map.end()
     }
 }
 
 impl Serialize for Event<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let fields = schema::event_fields(self.dialect(), self.event_type());
         let mut map = s.serialize_map(None)?;
         map.serialize_entry("type", self.event_type().as_str())?;
-        for f in fields {
-            if let Some(value) = self.get(f.key) {
-                map.serialize_entry(
-                    f.key.as_str(),
-                    &Shaped {
-                        value,
-                        shape: &f.shape,
-                    },
-                )?;
-            }
-        }
-        if let (Dialect::V0, Some(object)) = (self.dialect(), self.object()) {
-            for (name, value) in object.members() {
-                if schema::passes_through(name, fields) {
-                    map.serialize_entry(&name, &value)?;
-                }
-            }
-        }
+        walk::event(self, |name, value| map.serialize_entry(&name, &value))?;
         map.end()
     }
 }
@@ -255,5 +138,22 @@ mod tests {
             buf.get(..n).unwrap(),
             br#"{"type":"RUN_FINISHED","threadId":"t1","runId":"r","outcome":{"type":"success"},"usage":[{"inputTokens":10}]}"#
         );
+    }
+
+    #[test]
+    fn upgrades_dicts_and_passthrough_serialize_like_the_encoder() {
+        let v1 = br#"{"type":"MESSAGES_SNAPSHOT","messages":[{"id":"u","role":"user","content":[
+            {"type":"binary","mimeType":"image/png","data":"aGk=","filename":"a.png"},
+            {"type":"binary","mimeType":"text/plain","url":"u"},
+            {"type":"document","source":{"type":"url","value":"u","mimeType":"text/plain"}}]}]}"#;
+        let v0 = br#"{"type":"CUSTOM","name":"n","value":1,"x\u0031":2,"__proto__":3,
+            "metadata":{"__proto__":1,"k":{"__proto__":2}}}"#;
+        for (src, dialect) in [(&v1[..], Dialect::V1), (&v0[..], Dialect::V0)] {
+            let ev = decode(src, dialect, Limits::new()).unwrap().unwrap();
+            let (mut ser, mut enc) = ([0u8; 512], [0u8; 512]);
+            let n = serde_json_core::to_slice(&ev, &mut ser).unwrap();
+            let m = crate::encode_to_slice(&ev, &mut enc).unwrap();
+            assert_eq!(ser.get(..n), enc.get(..m));
+        }
     }
 }
