@@ -1151,3 +1151,49 @@ mod relines {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bound README quotes.
+    #[test]
+    fn the_bound_is_three_times_the_block_and_a_constant() {
+        let (mut frames, mut raw) = ([0u8; 64], [0u8; 64]);
+        let r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+        assert_eq!(r.frame_bound(0), 3808);
+        assert_eq!(r.frame_bound(100), 4108);
+        let (mut frames, mut raw) = ([0u8; 64], [0u8; 64]);
+        let options = Options::new().close_open(true);
+        let r = Rewriter::new(&mut frames, &mut raw, Config::new(), options);
+        assert_eq!(r.frame_bound(0), 3808 + 32 * 96 + 12 * 1152);
+    }
+
+    /// The look-ahead finds each block's end where the framer does, in any
+    /// split.
+    #[test]
+    fn block_ends_are_found_in_any_split() {
+        let s: &[u8] = b"data: a\n\n: c\r\n\r\ndata: b\r\rdata: x\ndata: y\n\r\n\n";
+        let ends = |pieces: &[&[u8]]| {
+            let mut scan = BlockEnd::new();
+            let (mut out, mut base) = (Vec::new(), 0);
+            for p in pieces {
+                let mut from = 0;
+                while let Some(k) = scan.next(&p[from..]) {
+                    from += k;
+                    out.push(base + from);
+                }
+                base += p.len();
+            }
+            out
+        };
+        extern crate std;
+        use std::vec::Vec;
+        let want = ends(&[s]);
+        // After each blank line (a CRLF's LF comes later).
+        assert_eq!(want, [9, 15, 25, 42, 44]);
+        for cut in 0..=s.len() {
+            assert_eq!(ends(&[&s[..cut], &s[cut..]]), want, "cut at {cut}");
+        }
+    }
+}
