@@ -45,7 +45,7 @@ use crate::check::verify::{Entity, Rule, RunPhase, Verifier};
 use crate::error::Error;
 use crate::error::ErrorKind;
 use crate::event::Event;
-use crate::event_type::EventType;
+use crate::event_type::{EventType, Key};
 use crate::input::json::Limits;
 use crate::output::encode::{BufferFull, SliceWriter, Write, encode, write_str};
 use crate::pipeline::{
@@ -86,6 +86,18 @@ pub struct Options {
     /// V0's thinking, steps, innermost first — so that a stored replay
     /// stays readable (default off).
     pub close_open: bool,
+    /// A block larger than this many bytes (its raw bytes, all its lines;
+    /// 0 for no limit) ends the stream with a `RUN_ERROR` (code
+    /// `AGUI_EVENT_TOO_LARGE`) instead of reaching a client that would
+    /// throw on it (browsers do over 10 MiB).
+    pub max_event_bytes: u64,
+    /// Write every event re-encoded in the dialect's stripped form (unknown
+    /// members removed; `event:`/`id:` lines and frames V1 ignores are not
+    /// written), for strict clients.
+    pub canonical: bool,
+    /// Drop `RAW` events and the `rawEvent` member of every event (what an
+    /// agent framework saw upstream, often larger than the answer).
+    pub drop_raw: bool,
 }
 
 impl Default for Options {
@@ -101,6 +113,9 @@ impl Options {
             on_violation: OnViolation::Stop,
             repair: true,
             close_open: false,
+            max_event_bytes: 0,
+            canonical: false,
+            drop_raw: false,
         }
     }
 
@@ -120,6 +135,24 @@ impl Options {
     /// `RUN_ERROR`.
     pub const fn close_open(mut self, close_open: bool) -> Self {
         self.close_open = close_open;
+        self
+    }
+
+    /// The same options with another largest block (0: no limit).
+    pub const fn max_event_bytes(mut self, max: u64) -> Self {
+        self.max_event_bytes = max;
+        self
+    }
+
+    /// The same options, writing (or not) events in canonical form.
+    pub const fn canonical(mut self, canonical: bool) -> Self {
+        self.canonical = canonical;
+        self
+    }
+
+    /// The same options, dropping (or not) `RAW` events and `rawEvent`s.
+    pub const fn drop_raw(mut self, drop_raw: bool) -> Self {
+        self.drop_raw = drop_raw;
         self
     }
 }
@@ -154,6 +187,14 @@ pub struct Stats {
     /// Second terminal events of a run (RUN_FINISHED after RUN_ERROR, a
     /// repeated RUN_FINISHED) dropped where the dialect rejects them.
     pub duplicate_terminals: u64,
+    /// `RAW` events dropped, and events written without their `rawEvent`
+    /// ([`Options::drop_raw`]).
+    pub raw_dropped: u64,
+    /// Blocks larger than [`Options::max_event_bytes`] (at most one: it
+    /// ends the stream).
+    pub too_large: u64,
+    /// Keep-alive comments written ([`Rewriter::keep_alive`]).
+    pub keep_alives: u64,
 }
 
 /// What [`Rewriter::push`] did.
@@ -427,13 +468,29 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             let mut end = pos;
             let mut needed = 0usize;
             let mut carried = self.raw_len;
+            // Stopped before a block `out` has no room for.
+            let mut held_up = false;
             loop {
                 let rest = input.get(end..).unwrap_or_default();
                 if rest.is_empty() {
                     break;
                 }
                 let before = scan;
-                match scan.next(rest) {
+                let found = scan.next(rest);
+                let max = self.options.max_event_bytes;
+                let len = found.unwrap_or(rest.len()).saturating_add(carried);
+                if max > 0 && len as u64 > max {
+                    if end > pos {
+                        // The blocks before it first.
+                        scan = before;
+                        break;
+                    }
+                    return self.too_large(len, out).map(|()| Pushed {
+                        read: input.len(),
+                        ended: true,
+                    });
+                }
+                match found {
                     Some(k) => {
                         let need = self.frame_bound(k.saturating_add(carried));
                         if needed.saturating_add(need) > room {
@@ -441,6 +498,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                             if end == pos && pos == 0 {
                                 return Err(RewriteError::OutputFull { needed: need });
                             }
+                            held_up = true;
                             break;
                         }
                         needed = needed.saturating_add(need);
@@ -463,8 +521,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             let chunk = input.get(pos..end).unwrap_or_default();
             self.run(chunk, out)?;
             pos = end;
-            if end < input.len() && self.state == State::Open {
-                // Out of room for the next block.
+            if held_up && self.state == State::Open {
                 return Ok(Pushed {
                     read: pos,
                     ended: false,
@@ -475,6 +532,49 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             read: pos,
             ended: self.state == State::Ended,
         })
+    }
+
+    /// Writes a `: ping` keep-alive comment (a proxy's idle timer calls it):
+    /// the output holds only whole blocks, so any moment between pushes is
+    /// between frames. Returns false once the stream has ended.
+    ///
+    /// # Errors
+    ///
+    /// [`RewriteError::OutputFull`] without room for it.
+    pub fn keep_alive<W: Write + ?Sized>(&mut self, out: &mut W) -> Result<bool, RewriteError> {
+        const PING: &[u8] = b": ping\n\n";
+        if self.state == State::Ended {
+            return Ok(false);
+        }
+        if out.room() < PING.len() {
+            return Err(RewriteError::OutputFull { needed: PING.len() });
+        }
+        out.write_bytes(PING)?;
+        self.stats.bytes_out = self.stats.bytes_out.saturating_add(PING.len() as u64);
+        self.stats.keep_alives = self.stats.keep_alives.saturating_add(1);
+        Ok(true)
+    }
+
+    /// A block of `len` bytes (or more) exceeds the limit: the run ends
+    /// with `AGUI_EVENT_TOO_LARGE`, and the rest of the input is ignored.
+    fn too_large<W: Write + ?Sized>(
+        &mut self,
+        len: usize,
+        out: &mut W,
+    ) -> Result<(), RewriteError> {
+        let needed = self.frame_bound(0);
+        if out.room() < needed {
+            return Err(RewriteError::OutputFull { needed });
+        }
+        self.state = State::Ended;
+        self.stats.too_large = self.stats.too_large.saturating_add(1);
+        let max = self.options.max_event_bytes;
+        let message = Limit { len, max };
+        let mut buf = [0u8; RUN_ERROR_BYTES];
+        match run_error_json(&mut buf, "AGUI_EVENT_TOO_LARGE", &message) {
+            Some(json) => self.end_run(out, json),
+            None => Ok(()),
+        }
     }
 
     /// Ends the input: a cut last frame is terminated, and a run left open
@@ -709,6 +809,22 @@ fn close_json<'b>(
     let len = w.len();
     written.ok()?;
     buf.get(..len)
+}
+
+/// The message of `AGUI_EVENT_TOO_LARGE`.
+struct Limit {
+    len: usize,
+    max: u64,
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "an event of at least {} bytes is larger than the {}-byte limit",
+            self.len, self.max
+        )
+    }
 }
 
 /// The final `RUN_ERROR`'s code for `e`.
@@ -977,23 +1093,24 @@ impl<W: Write + ?Sized> Sink for Forward<'_, W> {
         }
         self.begin(frame);
         self.stats.events = self.stats.events.saturating_add(1);
-        if frame.original {
-            self.frame_bytes(frame);
-        } else {
-            let mut out = Counted {
-                out: &mut *self.out,
-                bytes: &mut self.stats.bytes_out,
-            };
-            let written = out
-                .write_bytes(b"data: ")
-                .and_then(|()| encode(event, &mut out))
-                .and_then(|()| out.write_bytes(b"\n\n"));
-            if written.is_err() {
-                self.failed = true;
+        let mut event = *event;
+        if self.options.drop_raw {
+            if event.event_type() == EventType::Raw {
+                self.stats.raw_dropped = self.stats.raw_dropped.saturating_add(1);
+                return ControlFlow::Continue(());
             }
-            self.stats.encoded = self.stats.encoded.saturating_add(1);
+            if event.get(Key::RawEvent).is_some() {
+                event.set(Key::RawEvent, None);
+                self.stats.raw_dropped = self.stats.raw_dropped.saturating_add(1);
+                // Re-encoded without it.
+                return self.encoded(&event);
+            }
         }
-        ControlFlow::Continue(())
+        if frame.original && !self.options.canonical {
+            self.frame_bytes(frame);
+            return ControlFlow::Continue(());
+        }
+        self.encoded(&event)
     }
 
     fn violation(
@@ -1044,11 +1161,32 @@ impl<W: Write + ?Sized> Sink for Forward<'_, W> {
             }
             Skipped::Ignored(info) => {
                 self.begin(&info);
-                self.frame_bytes(&info);
+                if !self.options.canonical {
+                    self.frame_bytes(&info);
+                }
             }
             // Replaced by nothing: its stream goes on in later events.
             Skipped::Absorbed(info) => self.begin(&info),
         }
+        ControlFlow::Continue(())
+    }
+}
+
+impl<W: Write + ?Sized> Forward<'_, W> {
+    /// Writes `event` with the encoder, as `data: {json}`.
+    fn encoded(&mut self, event: &Event<'_>) -> ControlFlow<()> {
+        let mut out = Counted {
+            out: &mut *self.out,
+            bytes: &mut self.stats.bytes_out,
+        };
+        let written = out
+            .write_bytes(b"data: ")
+            .and_then(|()| encode(event, &mut out))
+            .and_then(|()| out.write_bytes(b"\n\n"));
+        if written.is_err() {
+            self.failed = true;
+        }
+        self.stats.encoded = self.stats.encoded.saturating_add(1);
         ControlFlow::Continue(())
     }
 }

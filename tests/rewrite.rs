@@ -359,3 +359,103 @@ fn a_second_terminal_event_is_dropped() {
         }
     }
 }
+
+#[test]
+fn an_event_over_the_limit_ends_the_stream_cleanly() {
+    let big = format!(
+        r#"{{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"{}"}}"#,
+        "x".repeat(300)
+    );
+    let stream = common::sse(&[
+        RUN_STARTED,
+        &common::start("m"),
+        &big,
+        &common::end("m"),
+        RUN_FINISHED,
+    ]);
+    let options = Options::new().max_event_bytes(200);
+    let (out, stats) = rewrite(&stream, Config::new(), options, stream.len());
+    let got = lines(&out);
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert_eq!(
+        got[2],
+        r#"data: {"type":"RUN_ERROR","message":"an event of at least 366 bytes is larger than the 200-byte limit","code":"AGUI_EVENT_TOO_LARGE"}"#
+    );
+    assert_eq!(stats.too_large, 1);
+    // In pieces the block is found too large as soon as it is (the message
+    // tells the bytes seen so far), and the rest is the same.
+    for piece in [1, 7, 64] {
+        let (split, _) = rewrite(&stream, Config::new(), options, piece);
+        let split = lines(&split);
+        assert_eq!(split[..2], got[..2]);
+        assert!(split[2].contains("AGUI_EVENT_TOO_LARGE"), "{split:?}");
+    }
+    // Under the limit, nothing changes.
+    let (out, _) = rewrite(
+        &stream,
+        Config::new(),
+        Options::new().max_event_bytes(400),
+        7,
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out),
+        String::from_utf8_lossy(&stream)
+    );
+}
+
+#[test]
+fn canonical_form_and_dropping_raw() {
+    let stream = format!(
+        "data: {RUN_STARTED}\n\nid: 3\ndata: {}\n\ndata: {}\n\ndata: {}\n\n: ping\n\ndata: {}\n\ndata: {RUN_FINISHED}\n\n",
+        r#"{"type":"STEP_STARTED","stepName":"s","extra":1,"rawEvent":{"big":true}}"#,
+        r#"{"type":"RAW","event":{"x":1}}"#,
+        r#"{"type":"VENDOR_THING"}"#,
+        r#"{"type":"STEP_FINISHED","stepName":"s"}"#,
+    );
+    let canonical = Options::new().canonical(true);
+    let (out, _) = rewrite(stream.as_bytes(), Config::new(), canonical, 5);
+    assert_eq!(
+        lines(&out),
+        [
+            format!("data: {RUN_STARTED}"),
+            r#"data: {"type":"STEP_STARTED","rawEvent":{"big":true},"stepName":"s"}"#.into(),
+            r#"data: {"type":"RAW","event":{"x":1}}"#.into(),
+            ": ping".into(),
+            r#"data: {"type":"STEP_FINISHED","stepName":"s"}"#.into(),
+            format!("data: {RUN_FINISHED}"),
+        ]
+    );
+    let drop_raw = Options::new().drop_raw(true);
+    let (out, stats) = rewrite(stream.as_bytes(), Config::new(), drop_raw, 5);
+    assert_eq!(
+        lines(&out),
+        [
+            format!("data: {RUN_STARTED}"),
+            r#"data: {"type":"STEP_STARTED","stepName":"s"}"#.into(),
+            r#"data: {"type":"VENDOR_THING"}"#.into(),
+            ": ping".into(),
+            r#"data: {"type":"STEP_FINISHED","stepName":"s"}"#.into(),
+            format!("data: {RUN_FINISHED}"),
+        ]
+    );
+    assert_eq!(stats.raw_dropped, 2);
+    assert_eq!(events(&out, Config::new()).1, Ok(()));
+}
+
+#[test]
+fn keep_alives_go_between_blocks() {
+    let stream = common::sse(&[RUN_STARTED, RUN_FINISHED]);
+    let (mut frames, mut raw) = ([0u8; 256], [0u8; 256]);
+    let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+    let mut out = Vec::new();
+    let (a, b) = stream.split_at(30); // mid-frame
+    r.push(a, &mut out).unwrap();
+    assert!(r.keep_alive(&mut out).unwrap());
+    r.push(b, &mut out).unwrap();
+    r.finish(&mut out).unwrap();
+    assert!(!r.keep_alive(&mut out).unwrap(), "the stream has ended");
+    let mut want = b": ping\n\n".to_vec();
+    want.extend_from_slice(&stream);
+    assert_eq!(out, want);
+    assert_eq!(r.stats().keep_alives, 1);
+}

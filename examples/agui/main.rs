@@ -3,7 +3,8 @@
 //! ```text
 //! agui check [--dialect v1|v0] [--chunk N] [--buffer N] [--check-tool-args] FILE|-
 //! agui count [--dialect v1|v0] [--chunk N] [--buffer N] [--check-tool-args] FILE|-
-//! agui gateway [--dialect v1|v0] [--on-violation stop|drop|pass] [--no-repair] [--close-open] [--check-tool-args] [--chunk N] [--buffer N] FILE|-
+//! agui gateway [--dialect v1|v0] [--on-violation stop|drop|pass] [--no-repair] [--close-open]
+//!              [--canonical] [--drop-raw] [--max-event-bytes N] [--check-tool-args] [--chunk N] [--buffer N] FILE|-
 //! ```
 //!
 //! `check` prints one canonical JSON line per event that passes, then a
@@ -78,7 +79,10 @@ fn help(cmd: &str) -> String {
 {common}
   --on-violation stop|drop|pass   (default stop: a final RUN_ERROR)
   --no-repair         leave a stream cut mid-run as it is
-  --close-open        close what is open before a final RUN_ERROR"
+  --close-open        close what is open before a final RUN_ERROR
+  --max-event-bytes N end with RUN_ERROR AGUI_EVENT_TOO_LARGE at a block over N bytes
+  --canonical         re-encode every event in the dialect's stripped form
+  --drop-raw          drop RAW events and rawEvent members"
         ),
     }
 }
@@ -143,6 +147,11 @@ fn parse_args() -> Result<Parsed, lexopt::Error> {
             }
             Long("no-repair") if gateway => o.rewrite = o.rewrite.repair(false),
             Long("close-open") if gateway => o.rewrite = o.rewrite.close_open(true),
+            Long("canonical") if gateway => o.rewrite = o.rewrite.canonical(true),
+            Long("drop-raw") if gateway => o.rewrite = o.rewrite.drop_raw(true),
+            Long("max-event-bytes") if gateway => {
+                o.rewrite = o.rewrite.max_event_bytes(parser.value()?.parse()?);
+            }
             Value(file) if o.file.is_empty() => o.file = file.string()?,
             arg => return Err(arg.unexpected()),
         }
@@ -419,6 +428,9 @@ fn gateway(o: &Options) -> std::io::Result<()> {
         ("passed", s.passed),
         ("repairs", s.repairs),
         ("duplicate_terminals", s.duplicate_terminals),
+        ("raw_dropped", s.raw_dropped),
+        ("too_large", s.too_large),
+        ("keep_alives", s.keep_alives),
     ];
     let fields: Vec<String> = fields.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
     eprintln!("{{{},\"error\":{error}}}", fields.join(","));
