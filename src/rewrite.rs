@@ -195,6 +195,8 @@ pub struct Stats {
     pub too_large: u64,
     /// Keep-alive comments written ([`Rewriter::keep_alive`]).
     pub keep_alives: u64,
+    /// Events of denied tool calls removed ([`Rewriter::deny_tool`]).
+    pub tool_events_dropped: u64,
 }
 
 /// What [`Rewriter::push`] did.
@@ -232,6 +234,8 @@ pub enum RewriteError {
     /// The pipeline failed in a way no policy covers (after `finish`, or
     /// an error while repairing).
     Pipeline(Error),
+    /// More denied tool names than [`Rewriter::deny_tool`] holds.
+    DeniedTools,
 }
 
 impl fmt::Display for RewriteError {
@@ -251,6 +255,9 @@ impl fmt::Display for RewriteError {
                 )
             }
             RewriteError::Pipeline(e) => e.fmt(f),
+            RewriteError::DeniedTools => {
+                f.write_str("more denied tool names than the filter holds")
+            }
         }
     }
 }
@@ -274,6 +281,98 @@ const CLOSE_EVENT_BYTES: usize = 96;
 
 /// The most a repair `RUN_ERROR` takes (its message is cut to fit).
 const RUN_ERROR_BYTES: usize = 1024;
+
+/// Bytes for the names of denied tools.
+const DENIED_NAME_BYTES: usize = 256;
+/// Denied tools at most.
+const DENIED_NAMES: usize = 16;
+/// Bytes for the ids of denied calls in this run.
+const DENIED_ID_BYTES: usize = 1024;
+/// Denied calls in one run at most.
+const DENIED_CALLS: usize = 32;
+
+/// The tool-call filter: denied tool names, and the ids of this run's calls
+/// to them (whose ARGS, END and RESULT follow).
+#[derive(Debug, Default)]
+struct ToolFilter {
+    names: heapless::Vec<u8, DENIED_NAME_BYTES>,
+    name_ends: heapless::Vec<u16, DENIED_NAMES>,
+    ids: heapless::Vec<u8, DENIED_ID_BYTES>,
+    id_ends: heapless::Vec<u16, DENIED_CALLS>,
+}
+
+/// Strings stored end to end.
+fn stored<'s>(bytes: &'s [u8], ends: &'s [u16]) -> impl Iterator<Item = &'s [u8]> {
+    let mut start = 0usize;
+    ends.iter().map(move |&end| {
+        let end = usize::from(end);
+        let s = bytes.get(start..end).unwrap_or_default();
+        start = end;
+        s
+    })
+}
+
+/// Appends `s` to `bytes`/`ends`; false if it does not fit.
+fn store<const B: usize, const N: usize>(
+    bytes: &mut heapless::Vec<u8, B>,
+    ends: &mut heapless::Vec<u16, N>,
+    s: &[u8],
+) -> bool {
+    let Ok(end) = u16::try_from(bytes.len().saturating_add(s.len())) else {
+        return false;
+    };
+    if ends.is_full() || bytes.extend_from_slice(s).is_err() {
+        return false;
+    }
+    ends.push(end).is_ok()
+}
+
+/// What the filter says of an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Filtered {
+    Keep,
+    Drop,
+    /// A denied call that the filter cannot hold.
+    Full,
+}
+
+impl ToolFilter {
+    fn is_empty(&self) -> bool {
+        self.name_ends.is_empty()
+    }
+
+    fn denies(&self, name: JsonStr<'_>) -> bool {
+        stored(&self.names, &self.name_ends)
+            .any(|n| core::str::from_utf8(n).is_ok_and(|n| name.eq_str(n)))
+    }
+
+    fn holds(&self, id: JsonStr<'_>) -> bool {
+        stored(&self.ids, &self.id_ends).any(|s| JsonStr::from_escaped(s) == id)
+    }
+
+    fn check(&mut self, event: &Event<'_>) -> Filtered {
+        use EventType as T;
+        let id = event.tool_call_id().unwrap_or(JsonStr::from_escaped(b""));
+        match event.event_type() {
+            T::RunStarted => {
+                self.ids.clear();
+                self.id_ends.clear();
+                Filtered::Keep
+            }
+            T::ToolCallStart if event.tool_call_name().is_some_and(|n| self.denies(n)) => {
+                if store(&mut self.ids, &mut self.id_ends, id.raw()) {
+                    Filtered::Drop
+                } else {
+                    Filtered::Full
+                }
+            }
+            T::ToolCallArgs | T::ToolCallEnd | T::ToolCallResult if self.holds(id) => {
+                Filtered::Drop
+            }
+            _ => Filtered::Keep,
+        }
+    }
+}
 
 /// Where the rewriter stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -355,6 +454,7 @@ pub struct Rewriter<
     options: Options,
     stats: Stats,
     state: State,
+    filter: ToolFilter,
 }
 
 impl<'b> Rewriter<'b> {
@@ -396,6 +496,26 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             options,
             stats: Stats::default(),
             state: State::Open,
+            filter: ToolFilter::default(),
+        }
+    }
+
+    /// Removes every event of calls to the tool `name` — TOOL_CALL_START,
+    /// ARGS, END and RESULT — from the output. It works on normalized
+    /// events, so chunk continuations without ids cannot leak. At most 16
+    /// names (256 bytes); a run's calls to them are held (32 calls, 1 KiB of
+    /// ids) until the next run: one more ends the stream with a `RUN_ERROR`
+    /// (`AGUI_STREAM_CAPACITY`).
+    ///
+    /// # Errors
+    ///
+    /// [`RewriteError::DeniedTools`] if the names do not fit.
+    pub fn deny_tool(&mut self, name: &str) -> Result<(), RewriteError> {
+        let filter = &mut self.filter;
+        if store(&mut filter.names, &mut filter.name_ends, name.as_bytes()) {
+            Ok(())
+        } else {
+            Err(RewriteError::DeniedTools)
         }
     }
 
@@ -706,6 +826,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             frame_written: false,
             failed: false,
             stop,
+            filter: &mut self.filter,
         };
         let result = f(&mut self.pipeline, &mut sink);
         (result, sink.failed)
@@ -855,7 +976,11 @@ impl Stop {
     }
 
     fn set(&mut self, error: &Error, message: &dyn fmt::Display) {
-        let len = run_error_json(&mut self.json, code_of(error), message).map_or(0, <[u8]>::len);
+        self.set_code(code_of(error), message);
+    }
+
+    fn set_code(&mut self, code: &str, message: &dyn fmt::Display) {
+        let len = run_error_json(&mut self.json, code, message).map_or(0, <[u8]>::len);
         self.len = Some(len);
     }
 
@@ -993,6 +1118,7 @@ struct Forward<'a, W: ?Sized> {
     failed: bool,
     /// Set when the stop policy stops: nothing more is written.
     stop: &'a mut Stop,
+    filter: &'a mut ToolFilter,
 }
 
 impl<'a, W: Write + ?Sized> Forward<'a, W> {
@@ -1093,6 +1219,21 @@ impl<W: Write + ?Sized> Sink for Forward<'_, W> {
         }
         self.begin(frame);
         self.stats.events = self.stats.events.saturating_add(1);
+        if !self.filter.is_empty() {
+            match self.filter.check(event) {
+                Filtered::Keep => {}
+                Filtered::Drop => {
+                    self.stats.tool_events_dropped =
+                        self.stats.tool_events_dropped.saturating_add(1);
+                    return ControlFlow::Continue(());
+                }
+                Filtered::Full => {
+                    let message = "more calls to denied tools in this run than the filter holds";
+                    self.stop.set_code("AGUI_STREAM_CAPACITY", &message);
+                    return ControlFlow::Break(());
+                }
+            }
+        }
         let mut event = *event;
         if self.options.drop_raw {
             if event.event_type() == EventType::Raw {
@@ -1293,6 +1434,15 @@ mod relines {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The state of a stream beside its buffers, as README says.
+    #[test]
+    fn state_is_fixed() {
+        let size = core::mem::size_of::<Rewriter<'static>>();
+        extern crate std;
+        std::println!("size_of Rewriter: {size}");
+        assert!(size <= 6144, "{size}");
+    }
 
     /// The bound README quotes.
     #[test]

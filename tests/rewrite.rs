@@ -459,3 +459,80 @@ fn keep_alives_go_between_blocks() {
     assert_eq!(out, want);
     assert_eq!(r.stats().keep_alives, 1);
 }
+
+#[test]
+fn denied_tools_leave_no_trace() {
+    let stream = common::sse(&[
+        RUN_STARTED,
+        &common::start("m"),
+        r#"{"type":"TOOL_CALL_START","toolCallId":"a","toolCallName":"shell","parentMessageId":"m"}"#,
+        r#"{"type":"TOOL_CALL_ARGS","toolCallId":"a","delta":"{\"cmd\":\"rm\"}"}"#,
+        r#"{"type":"TOOL_CALL_END","toolCallId":"a"}"#,
+        r#"{"type":"TOOL_CALL_CHUNK","toolCallId":"b","toolCallName":"shell","parentMessageId":"m","delta":"{"}"#,
+        r#"{"type":"TOOL_CALL_CHUNK","delta":"}"}"#,
+        r#"{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"search","parentMessageId":"m"}"#,
+        r#"{"type":"TOOL_CALL_END","toolCallId":"c"}"#,
+        &common::end("m"),
+        r#"{"type":"TOOL_CALL_RESULT","messageId":"r1","toolCallId":"a","content":"gone"}"#,
+        r#"{"type":"TOOL_CALL_RESULT","messageId":"r2","toolCallId":"c","content":"kept"}"#,
+        RUN_FINISHED,
+    ]);
+    let rewrite_denying = |names: &[&str]| {
+        let (mut frames, mut raw) = (vec![0u8; 4096], vec![0u8; 4096]);
+        let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+        for name in names {
+            r.deny_tool(name).unwrap();
+        }
+        let mut out = Vec::new();
+        for piece in stream.chunks(11) {
+            r.push(piece, &mut out).unwrap();
+        }
+        r.finish(&mut out).unwrap();
+        (out, *r.stats())
+    };
+    let (out, stats) = rewrite_denying(&["shell"]);
+    let text = String::from_utf8_lossy(&out);
+    assert!(
+        !text.contains("shell") && !text.contains("\"a\"") && !text.contains("\"b\""),
+        "{text}"
+    );
+    assert!(text.contains("\"search\"") && text.contains("kept"));
+    // START, ARGS, END, RESULT of a; START, two ARGS, END of b (its
+    // chunks, expanded: the second has no id).
+    assert_eq!(stats.tool_events_dropped, 8);
+    let (events, verdict) = events(&out, Config::new());
+    assert_eq!(verdict, Ok(()));
+    assert_eq!(events.len(), 7);
+    // Denying nothing changes nothing but the chunks' expansion.
+    let (out, stats) = rewrite_denying(&[]);
+    assert_eq!(stats.tool_events_dropped, 0);
+    assert!(String::from_utf8_lossy(&out).contains("shell"));
+    // More names than fit is an error.
+    let (mut frames, mut raw) = ([0u8; 64], [0u8; 64]);
+    let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+    let long = "x".repeat(100);
+    assert!(r.deny_tool(&long).is_ok() && r.deny_tool(&long).is_ok());
+    assert_eq!(r.deny_tool(&long), Err(RewriteError::DeniedTools));
+    // A run with more denied calls than the filter holds ends cleanly.
+    let mut events = vec![RUN_STARTED.to_owned()];
+    for i in 0..40 {
+        events.push(format!(
+            r#"{{"type":"TOOL_CALL_START","toolCallId":"c{i}","toolCallName":"shell"}}"#
+        ));
+        events.push(format!(r#"{{"type":"TOOL_CALL_END","toolCallId":"c{i}"}}"#));
+    }
+    events.push(RUN_FINISHED.to_owned());
+    let stream = common::sse(&events);
+    let (mut frames, mut raw) = (vec![0u8; 4096], vec![0u8; 4096]);
+    let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+    r.deny_tool("shell").unwrap();
+    let mut out = Vec::new();
+    assert!(r.push(&stream, &mut out).unwrap().ended);
+    assert_eq!(
+        lines(&out),
+        [
+            format!("data: {RUN_STARTED}"),
+            r#"data: {"type":"RUN_ERROR","message":"more calls to denied tools in this run than the filter holds","code":"AGUI_STREAM_CAPACITY"}"#.into()
+        ]
+    );
+}

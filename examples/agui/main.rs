@@ -4,7 +4,8 @@
 //! agui check [--dialect v1|v0] [--chunk N] [--buffer N] [--check-tool-args] FILE|-
 //! agui count [--dialect v1|v0] [--chunk N] [--buffer N] [--check-tool-args] FILE|-
 //! agui gateway [--dialect v1|v0] [--on-violation stop|drop|pass] [--no-repair] [--close-open]
-//!              [--canonical] [--drop-raw] [--max-event-bytes N] [--check-tool-args] [--chunk N] [--buffer N] FILE|-
+//!              [--canonical] [--drop-raw] [--deny-tool NAME]... [--max-event-bytes N]
+//!              [--check-tool-args] [--chunk N] [--buffer N] FILE|-
 //! ```
 //!
 //! `check` prints one canonical JSON line per event that passes, then a
@@ -50,6 +51,7 @@ struct Options {
     file: String,
     /// `gateway` only.
     rewrite: rewrite::Options,
+    deny_tools: Vec<String>,
 }
 
 /// The smallest `--buffer` accepted.
@@ -82,7 +84,8 @@ fn help(cmd: &str) -> String {
   --close-open        close what is open before a final RUN_ERROR
   --max-event-bytes N end with RUN_ERROR AGUI_EVENT_TOO_LARGE at a block over N bytes
   --canonical         re-encode every event in the dialect's stripped form
-  --drop-raw          drop RAW events and rawEvent members"
+  --drop-raw          drop RAW events and rawEvent members
+  --deny-tool NAME    remove every event of calls to tool NAME (repeatable)"
         ),
     }
 }
@@ -112,6 +115,7 @@ fn parse_args() -> Result<Parsed, lexopt::Error> {
         check_tool_args: false,
         file: String::new(),
         rewrite: rewrite::Options::new(),
+        deny_tools: Vec::new(),
     };
     while let Some(arg) = parser.next()? {
         match arg {
@@ -149,6 +153,7 @@ fn parse_args() -> Result<Parsed, lexopt::Error> {
             Long("close-open") if gateway => o.rewrite = o.rewrite.close_open(true),
             Long("canonical") if gateway => o.rewrite = o.rewrite.canonical(true),
             Long("drop-raw") if gateway => o.rewrite = o.rewrite.drop_raw(true),
+            Long("deny-tool") if gateway => o.deny_tools.push(parser.value()?.string()?),
             Long("max-event-bytes") if gateway => {
                 o.rewrite = o.rewrite.max_event_bytes(parser.value()?.parse()?);
             }
@@ -389,6 +394,11 @@ fn gateway(o: &Options) -> std::io::Result<()> {
         .minting(Minting::Deterministic)
         .check_tool_args(o.check_tool_args);
     let mut rewriter = Rewriter::new(&mut frames, &mut raw, config, o.rewrite);
+    for name in &o.deny_tools {
+        rewriter
+            .deny_tool(name)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+    }
     let stdout = std::io::stdout();
     let mut stdout = stdout.lock();
     let mut out = Vec::new();
@@ -431,6 +441,7 @@ fn gateway(o: &Options) -> std::io::Result<()> {
         ("raw_dropped", s.raw_dropped),
         ("too_large", s.too_large),
         ("keep_alives", s.keep_alives),
+        ("tool_events_dropped", s.tool_events_dropped),
     ];
     let fields: Vec<String> = fields.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
     eprintln!("{{{},\"error\":{error}}}", fields.join(","));
