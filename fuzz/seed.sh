@@ -5,6 +5,7 @@
 #   dropped, every seed is named by its SHA-1 as libFuzzer names its finds).
 #
 #   pipeline                       whole streams, truncated to 64 KiB, behind
+#   rewrite                        (the same, truncated to 16 KiB)
 #                                  the target's 4-byte header (see below)
 #   decode, encode, differential   one seed per frame: its data payload
 #   json_resume                    the same, behind one byte that picks the splits
@@ -35,6 +36,7 @@ import hashlib, json, os, re, sys
 
 out_root, sources = sys.argv[1], sys.argv[2:]
 STREAM_MAX = 64 * 1024
+REWRITE_MAX = 16 * 1024
 PAYLOAD_MAX = 64 * 1024
 # pipeline's header: flags (bit 0 deterministic minting), 2 chunk sizes: 7, 253.
 PIPELINE_HEADER = bytes([0x01, 0x02, 7, 253])
@@ -70,6 +72,8 @@ def payloads(stream):
 
 def add_stream(stream):
     seed("pipeline", PIPELINE_HEADER + stream[:STREAM_MAX])
+    # The rewriter reads the same layout; its streams are shorter.
+    seed("rewrite", PIPELINE_HEADER + stream[:REWRITE_MAX])
     for p in payloads(stream):
         if len(p) <= PAYLOAD_MAX:
             for t in ("decode", "encode", "differential"):
@@ -113,7 +117,7 @@ for src in sources:
                     if section.strip():
                         add_stream(section)
 
-for t in ("pipeline", "decode", "encode", "differential", "json_resume"):
+for t in ("pipeline", "rewrite", "decode", "encode", "differential", "json_resume"):
     os.makedirs(os.path.join(out_root, t), exist_ok=True)
     total = len(os.listdir(os.path.join(out_root, t)))
     print(f"seed.sh: {t}: {counts.get(t, 0)} new seeds, {total} in fuzz/corpus/{t}")

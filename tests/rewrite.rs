@@ -536,3 +536,42 @@ fn denied_tools_leave_no_trace() {
         ]
     );
 }
+
+/// A leading BOM is not forwarded: clients drop it, and whether it would
+/// reach them must not depend on what follows it (found by the fuzzer: a
+/// stream whose every frame is dropped came out as a lone BOM, and that,
+/// rewritten again, as nothing).
+#[test]
+fn a_leading_bom_is_not_forwarded() {
+    let drop = Options::new().on_violation(OnViolation::Drop);
+    let mut stream = b"\xEF\xBB\xBF".to_vec();
+    stream.extend_from_slice(&common::sse(&[RUN_FINISHED]));
+    let (out, stats) = rewrite(&stream, Config::new(), drop, 2);
+    assert_eq!((out.as_slice(), stats.dropped), (&b""[..], 1));
+    let mut stream = b"\xEF\xBB\xBF".to_vec();
+    stream.extend_from_slice(&common::sse(&[RUN_STARTED, RUN_FINISHED]));
+    let (out, _) = rewrite(&stream, Config::new(), drop, 1);
+    assert_eq!(out, common::sse(&[RUN_STARTED, RUN_FINISHED]));
+}
+
+/// Repair events are written by the encoder, so a canonical second pass
+/// finds them unchanged (found by the fuzzer: a closing event with its
+/// members in another order).
+#[test]
+fn repairs_are_written_as_the_encoder_writes() {
+    let stream = common::sse(&[
+        RUN_STARTED,
+        r#"{"type":"TEXT_MESSAGE_START","messageId":"m1","subagentRunId":"s2"}"#,
+    ]);
+    let options = Options::new().close_open(true).canonical(true);
+    let (once, _) = rewrite(&stream, Config::new(), options, 64);
+    let (twice, _) = rewrite(&once, Config::new(), options, 64);
+    assert_eq!(
+        String::from_utf8_lossy(&twice),
+        String::from_utf8_lossy(&once)
+    );
+    assert!(
+        String::from_utf8_lossy(&once)
+            .contains(r#"{"type":"TEXT_MESSAGE_END","subagentRunId":"s2","messageId":"m1"}"#)
+    );
+}

@@ -1,0 +1,99 @@
+//! The rewriter never panics, and neither the split nor a second pass
+//! changes what it writes: any stream pushed in arbitrary chunks gives the
+//! bytes of one push (and the same statistics), in both dialects, under
+//! every violation policy and repair option; stopping or dropping, its
+//! output rewritten again is itself.
+//!
+//! Input layout (the pipeline target's): `[flags, n, sizes[0..n], stream...]`.
+//! - `flags` bit 0: no repair; bit 1: close what is open; bit 2: canonical
+//!   form; bit 3: drop `RAW`; bit 4: deny the tool `t`.
+//! - `n % 8` chunk sizes follow, cycling (no sizes: one byte per push).
+#![no_main]
+
+use agui_stream::rewrite::{OnViolation, Options, Rewriter, Stats};
+use agui_stream::{Config, Dialect, legacy::Minting};
+use libfuzzer_sys::fuzz_target;
+
+/// Larger than any input we accept: no block outgrows a buffer.
+const BUFFER: usize = 64 * 1024;
+
+fn rewrite<'c>(
+    config: Config,
+    options: Options,
+    deny: bool,
+    chunks: impl Iterator<Item = &'c [u8]>,
+) -> (Vec<u8>, Stats) {
+    let (mut frames, mut raw) = (vec![0u8; BUFFER], vec![0u8; BUFFER]);
+    let mut r = Rewriter::new(&mut frames, &mut raw, config, options);
+    if deny {
+        r.deny_tool("t").expect("one short name fits");
+    }
+    let mut out = Vec::new();
+    for chunk in chunks {
+        let pushed = r.push(chunk, &mut out).expect("a Vec has room");
+        assert_eq!(pushed.read, chunk.len(), "a Vec never holds the stream up");
+    }
+    r.finish(&mut out).expect("a Vec has room");
+    (out, *r.stats())
+}
+
+/// The stream cut into pushes of `sizes` bytes, cycling.
+fn split<'s>(stream: &'s [u8], sizes: &[u8]) -> Vec<&'s [u8]> {
+    let sizes: &[u8] = if sizes.iter().any(|&s| s != 0) {
+        sizes
+    } else {
+        &[1]
+    };
+    let mut chunks = Vec::new();
+    let mut rest = stream;
+    for &size in sizes.iter().cycle() {
+        if rest.is_empty() {
+            break;
+        }
+        let (chunk, tail) = rest.split_at(usize::from(size).min(rest.len()));
+        chunks.push(chunk);
+        rest = tail;
+    }
+    chunks
+}
+
+fuzz_target!(|data: &[u8]| {
+    let [flags, n, rest @ ..] = data else { return };
+    let n = usize::from(n % 8).min(rest.len());
+    let (sizes, stream) = rest.split_at(n);
+    if stream.len() > BUFFER / 4 {
+        return;
+    }
+    let chunks = split(stream, sizes);
+    let deny = flags & 16 != 0;
+    for dialect in [Dialect::V1, Dialect::V0] {
+        for on_violation in [OnViolation::Stop, OnViolation::Drop, OnViolation::Pass] {
+            let config = Config::new()
+                .dialect(dialect)
+                .minting(Minting::Deterministic);
+            let options = Options::new()
+                .on_violation(on_violation)
+                .repair(flags & 1 == 0)
+                .close_open(flags & 2 != 0)
+                .canonical(flags & 4 != 0)
+                .drop_raw(flags & 8 != 0);
+            let whole = rewrite(config, options, deny, core::iter::once(stream));
+            let pieces = rewrite(config, options, deny, chunks.iter().copied());
+            assert!(
+                whole == pieces,
+                "{dialect:?} {options:?}: pushes of {sizes:?} bytes\n{:?}\n{:?}",
+                String::from_utf8_lossy(&whole.0),
+                String::from_utf8_lossy(&pieces.0)
+            );
+            if on_violation != OnViolation::Pass {
+                let again = rewrite(config, options, deny, core::iter::once(&whole.0[..]));
+                assert!(
+                    again.0 == whole.0,
+                    "{dialect:?} {options:?}: a second pass changed the output\n{:?}\n{:?}",
+                    String::from_utf8_lossy(&whole.0),
+                    String::from_utf8_lossy(&again.0)
+                );
+            }
+        }
+    }
+});
