@@ -76,6 +76,22 @@ pub enum Stage {
 }
 
 impl Stage {
+    /// The number of stages.
+    pub const COUNT: usize = 6;
+
+    /// The stage's place in [`Stage::COUNT`]-long tables, in declaration
+    /// order.
+    pub const fn index(self) -> usize {
+        match self {
+            Stage::Sse => 0,
+            Stage::Json => 1,
+            Stage::Schema => 2,
+            Stage::Chunks => 3,
+            Stage::Verify => 4,
+            Stage::End => 5,
+        }
+    }
+
     /// The reference's name: `"sse"` (for framing and JSON), `"schema"`,
     /// `"chunks"`, `"verify"` or `"end"`.
     pub const fn as_str(self) -> &'static str {

@@ -210,6 +210,14 @@ fn stop_ends_with_a_run_error_and_nothing_after() {
         "data: {\"type\":\"RUN_ERROR\",\"message\":\"Cannot send 'TEXT_MESSAGE_END' event: No active text message found with ID 'm'. A 'TEXT_MESSAGE_START' event must be sent first.\",\"code\":\"AGUI_STREAM_VIOLATION\"}"
     );
     assert_eq!((stats.violations, stats.repairs), (1, 1));
+    assert_eq!(
+        stats.violations_by_stage[agui_stream::Stage::Verify.index()],
+        1
+    );
+    assert_eq!(
+        stats.events_out[agui_stream::EventType::RunError.index()],
+        1
+    );
 }
 
 #[test]
@@ -272,6 +280,26 @@ fn chunks_are_expanded_and_keep_alives_kept() {
         ]
     );
     assert_eq!((stats.encoded, stats.forwarded), (4, 3));
+    use agui_stream::EventType as T;
+    let counts = |c: &[u64]| -> Vec<(T, u64)> {
+        T::ALL
+            .iter()
+            .copied()
+            .zip(c.iter().copied())
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    };
+    let want = vec![
+        (T::TextMessageStart, 1),
+        (T::TextMessageContent, 2),
+        (T::TextMessageEnd, 1),
+        (T::RunStarted, 1),
+        (T::RunFinished, 1),
+    ];
+    let mut got = counts(&stats.events_in);
+    got.sort_by_key(|(t, _)| want.iter().position(|(w, _)| w == t));
+    assert_eq!(got, want);
+    assert_eq!(stats.events_in, stats.events_out);
 }
 
 /// CR and CRLF line ends, and a bare `data` line, come out as the

@@ -39,7 +39,7 @@ use std::process::ExitCode;
 use agui_stream::rewrite::{self, OnViolation, Rewriter};
 use agui_stream::sse::Framer;
 use agui_stream::{
-    Config, Dialect, Event, FrameInfo, Pipeline, encode, json::Limits, legacy::Minting,
+    Config, Dialect, Event, FrameInfo, Pipeline, Stage, encode, json::Limits, legacy::Minting,
     verify::Entity,
 };
 
@@ -443,7 +443,38 @@ fn gateway(o: &Options) -> std::io::Result<()> {
         ("keep_alives", s.keep_alives),
         ("tool_events_dropped", s.tool_events_dropped),
     ];
-    let fields: Vec<String> = fields.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+    let mut fields: Vec<String> = fields.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+    // Per type and per stage, what is not zero.
+    let by_type = |counts: &[u64]| {
+        let items: Vec<String> = agui_stream::EventType::ALL
+            .iter()
+            .zip(counts)
+            .filter(|(_, n)| **n > 0)
+            .map(|(ty, n)| format!("\"{ty}\":{n}"))
+            .collect();
+        format!("{{{}}}", items.join(","))
+    };
+    fields.push(format!("\"events_in\":{}", by_type(&s.events_in)));
+    fields.push(format!("\"events_out\":{}", by_type(&s.events_out)));
+    let stages = [
+        Stage::Sse,
+        Stage::Json,
+        Stage::Schema,
+        Stage::Chunks,
+        Stage::Verify,
+        Stage::End,
+    ];
+    let by_stage: Vec<String> = stages
+        .iter()
+        .filter_map(|st| {
+            let n = s.violations_by_stage[st.index()];
+            (n > 0).then(|| format!("\"{st}\":{n}"))
+        })
+        .collect();
+    fields.push(format!(
+        "\"violations_by_stage\":{{{}}}",
+        by_stage.join(",")
+    ));
     eprintln!("{{{},\"error\":{error}}}", fields.join(","));
     Ok(())
 }
