@@ -230,6 +230,54 @@ impl Default for Stats {
     }
 }
 
+#[cfg(feature = "serde")]
+/// The stages by [`Stage::index`], with the names statistics use.
+const STAGE_NAMES: [&str; Stage::COUNT] = ["sse", "json", "schema", "chunks", "verify", "end"];
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for Stats {
+    /// The counters as fields (the `agui gateway` line's), the tables as
+    /// maps of what is not zero, by type and stage name.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeStruct};
+        struct Named<'a>(&'a [u64], &'a [&'static str]);
+        impl serde::Serialize for Named<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut map = s.serialize_map(None)?;
+                for (name, n) in self.1.iter().zip(self.0).filter(|(_, n)| **n > 0) {
+                    map.serialize_entry(name, n)?;
+                }
+                map.end()
+            }
+        }
+        let mut types = [""; EventType::COUNT];
+        for (slot, ty) in types.iter_mut().zip(EventType::ALL) {
+            *slot = ty.as_str();
+        }
+        let mut st = s.serialize_struct("Stats", 19)?;
+        st.serialize_field("bytes_in", &self.bytes_in)?;
+        st.serialize_field("bytes_out", &self.bytes_out)?;
+        st.serialize_field("events", &self.events)?;
+        st.serialize_field("forwarded", &self.forwarded)?;
+        st.serialize_field("relined", &self.relined)?;
+        st.serialize_field("encoded", &self.encoded)?;
+        st.serialize_field("violations", &self.violations)?;
+        st.serialize_field("dropped", &self.dropped)?;
+        st.serialize_field("passed", &self.passed)?;
+        st.serialize_field("repairs", &self.repairs)?;
+        st.serialize_field("duplicate_terminals", &self.duplicate_terminals)?;
+        st.serialize_field("raw_dropped", &self.raw_dropped)?;
+        st.serialize_field("too_large", &self.too_large)?;
+        st.serialize_field("keep_alives", &self.keep_alives)?;
+        st.serialize_field("tool_events_dropped", &self.tool_events_dropped)?;
+        st.serialize_field("events_in", &Named(&self.events_in, &types))?;
+        st.serialize_field("events_out", &Named(&self.events_out, &types))?;
+        let stages = Named(&self.violations_by_stage, &STAGE_NAMES);
+        st.serialize_field("violations_by_stage", &stages)?;
+        st.end()
+    }
+}
+
 /// Adds one to the count of `index` in `counts`.
 fn count_in(counts: &mut [u64], index: usize) {
     if let Some(n) = counts.get_mut(index) {
@@ -1504,6 +1552,25 @@ mod tests {
         extern crate std;
         std::println!("size_of Rewriter: {size}");
         assert!(size <= 6400, "{size}");
+    }
+
+    /// Statistics serialize as `agui gateway` prints them.
+    #[cfg(feature = "serde")]
+    #[test]
+    fn stats_serialize_with_names() {
+        let mut stats = Stats::default();
+        stats.bytes_in = 7;
+        count_in(&mut stats.events_in, EventType::RunStarted.index());
+        count_in(&mut stats.violations_by_stage, Stage::Verify.index());
+        let json = serde_json::to_string(&stats).unwrap();
+        assert!(
+            json.starts_with(r#"{"bytes_in":7,"bytes_out":0,"#),
+            "{json}"
+        );
+        assert!(
+            json.ends_with(r#""events_in":{"RUN_STARTED":1},"events_out":{},"violations_by_stage":{"verify":1}}"#),
+            "{json}"
+        );
     }
 
     /// The bound README quotes.
