@@ -1239,6 +1239,12 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
     /// reference client could not read them (then returns true).
     fn forward(&mut self, a: u64, b: u64) -> bool {
         let parts = self.parts(a, b);
+        let [x, y] = parts;
+        if self.stats.bytes_out == 0 && x.iter().chain(y).take(3).eq(b"\xEF\xBB\xBF") {
+            // Bytes that were a line's, not a BOM, would read as one at the
+            // start of the output: a blank line keeps them a line's.
+            self.write(b"\n");
+        }
         let skip_lf = core::mem::replace(self.after_cr, false);
         if relines::needed(parts, skip_lf) {
             let mut out = Counted {
@@ -1558,8 +1564,10 @@ mod tests {
     #[cfg(feature = "serde")]
     #[test]
     fn stats_serialize_with_names() {
-        let mut stats = Stats::default();
-        stats.bytes_in = 7;
+        let mut stats = Stats {
+            bytes_in: 7,
+            ..Stats::default()
+        };
         count_in(&mut stats.events_in, EventType::RunStarted.index());
         count_in(&mut stats.violations_by_stage, Stage::Verify.index());
         let json = serde_json::to_string(&stats).unwrap();

@@ -603,3 +603,15 @@ fn repairs_are_written_as_the_encoder_writes() {
             .contains(r#"{"type":"TEXT_MESSAGE_END","subagentRunId":"s2","messageId":"m1"}"#)
     );
 }
+
+/// A BOM inside the stream is a line's bytes; if what came before it is
+/// dropped, it must not become the output's BOM (found by the fuzzer).
+#[test]
+fn a_bom_inside_the_stream_stays_a_lines_bytes() {
+    let drop = Options::new().on_violation(OnViolation::Drop);
+    let stream = b"data: {\"bad\n\n\xEF\xBB\xBFdata: {\"type\":\"RUN_STARTED\"}\n\n";
+    let (once, _) = rewrite(stream, Config::new(), drop, 3);
+    assert_eq!(once, b"\n\xEF\xBB\xBFdata: {\"type\":\"RUN_STARTED\"}\n\n");
+    let (twice, _) = rewrite(&once, Config::new(), drop, 3);
+    assert_eq!(twice, once);
+}
