@@ -317,9 +317,6 @@ pub enum RewriteError {
         /// The raw buffer's length.
         capacity: usize,
     },
-    /// The pipeline failed in a way no policy covers (after `finish`, or
-    /// an error while repairing).
-    Pipeline(Error),
     /// More denied tool names than [`Rewriter::deny_tool`] holds.
     DeniedTools,
 }
@@ -340,7 +337,6 @@ impl fmt::Display for RewriteError {
                     "a block spanning pushes outgrew the {capacity}-byte raw buffer"
                 )
             }
-            RewriteError::Pipeline(e) => e.fmt(f),
             RewriteError::DeniedTools => {
                 f.write_str("more denied tool names than the filter holds")
             }
@@ -923,10 +919,11 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         self.state = State::Ended;
         self.stats.violations = self.stats.violations.saturating_add(1);
         count_in(&mut self.stats.violations_by_stage, e.stage.index());
-        let message = Rendered(&self.pipeline, e);
         let mut buf = [0u8; RUN_ERROR_BYTES];
-        match run_error_json(&mut buf, code_of(&e), &message) {
-            Some(json) => self.end_run(out, json),
+        let len =
+            run_error_json(&mut buf, code_of(&e), &self.pipeline.message(&e)).map(<[u8]>::len);
+        match len {
+            Some(len) => self.end_run(out, buf.get(..len).unwrap_or_default()),
             None => Ok(()),
         }
     }
@@ -1153,20 +1150,6 @@ impl fmt::Write for Escaped<'_> {
             self.raw(bytes)?;
         }
         Ok(())
-    }
-}
-
-/// An error in the reference's words.
-struct Rendered<'p, 'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>(
-    &'p Pipeline<'b, OPEN, OWNERS, ID_BYTES>,
-    Error,
-);
-
-impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> fmt::Display
-    for Rendered<'_, '_, OPEN, OWNERS, ID_BYTES>
-{
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.message(&self.1).fmt(f)
     }
 }
 
