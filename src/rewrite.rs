@@ -1359,6 +1359,13 @@ impl<W: Write + ?Sized> Sink for Forward<'_, W> {
             return ControlFlow::Break(());
         }
         let policy = self.options.on_violation;
+        if !frame.terminated && self.options.repair && error.stage == Stage::Json {
+            // The stream was cut inside its last frame's JSON: that is the
+            // truncation the repair reports, not a violation to stop on.
+            self.begin(frame);
+            self.stats.dropped = self.stats.dropped.saturating_add(1);
+            return ControlFlow::Continue(());
+        }
         if policy != OnViolation::Pass && second_terminal(error) {
             self.begin(frame);
             self.stats.duplicate_terminals = self.stats.duplicate_terminals.saturating_add(1);

@@ -251,6 +251,15 @@ fn a_run_cut_short_is_repaired_unless_told_not_to() {
     assert_eq!(stats.repairs, 2);
     let (out, _) = rewrite(cut, Config::new(), Options::new().repair(false), 5);
     assert_eq!(out, cut);
+    // Cut inside a frame: the frame is dropped, the run repaired as cut.
+    let mid = &stream[..stream.len() - 10];
+    for piece in [1, 5, mid.len()] {
+        let (out, stats) = rewrite(mid, Config::new(), Options::new(), piece);
+        let got = lines(&out);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got[1].contains("AGUI_STREAM_TRUNCATED"), "{got:?}");
+        assert_eq!((stats.dropped, stats.violations), (1, 0));
+    }
     // A run that finished needs nothing.
     let whole = common::sse(&[RUN_STARTED, RUN_FINISHED]);
     assert_eq!(rewrite(&whole, Config::new(), Options::new(), 5).0, whole);
