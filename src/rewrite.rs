@@ -10,7 +10,9 @@
 //! * events the pipeline synthesized (a chunk's START/CONTENT/END, V1's
 //!   `REASONING_*` for `THINKING_*`) as `data: {json}\n\n`;
 //! * on a violation, what [`OnViolation`] says; at the end of a stream cut
-//!   mid-run, a `RUN_ERROR` with code `AGUI_STREAM_TRUNCATED` ([`Options::repair`]).
+//!   mid-run, a `RUN_ERROR` with code `AGUI_STREAM_TRUNCATED` ([`Options::repair`]);
+//!   and what the other [`Options`] and [`Rewriter::deny_tool`] ask for
+//!   (closing what is open, a largest event, canonical form, no `RAW`).
 //!
 //! Output holds only complete blocks: a proxy forwards each push's output at
 //! once, and the unfinished tail waits in the rewriter's raw buffer. Before
@@ -42,8 +44,7 @@ use core::ops::ControlFlow;
 use crate::check::decode::decode;
 use crate::check::schema::Dialect;
 use crate::check::verify::{Entity, Rule, RunPhase, Verifier};
-use crate::error::Error;
-use crate::error::{ErrorKind, Stage};
+use crate::error::{Error, ErrorKind, Stage};
 use crate::event::Event;
 use crate::event_type::{EventType, Key};
 use crate::input::json::Limits;
