@@ -509,6 +509,12 @@ fn log_stats(path: &str, n: u64, s: &rewrite::Stats, o: &Outcome, started: Insta
         ("passed", s.passed),
         ("repairs", s.repairs),
         ("duplicate_terminals", s.duplicate_terminals),
+        ("raw_dropped", s.raw_dropped),
+        ("too_large", s.too_large),
+        ("keep_alives", s.keep_alives),
+        ("tool_events_dropped", s.tool_events_dropped),
+        ("streamed", s.streamed),
+        ("cut", s.cut),
     ];
     let mut line = String::from("{");
     for (k, v) in fields {

@@ -204,6 +204,11 @@ pub struct Stats {
     pub keep_alives: u64,
     /// Events of denied tool calls removed ([`Rewriter::deny_tool`]).
     pub tool_events_dropped: u64,
+    /// Blocks larger than the raw buffer, forwarded piece by piece ahead
+    /// of their verdict.
+    pub streamed: u64,
+    /// Of those, blocks found bad at their end and cut for the client.
+    pub cut: u64,
 }
 
 impl Default for Stats {
@@ -227,6 +232,8 @@ impl Default for Stats {
             too_large: 0,
             keep_alives: 0,
             tool_events_dropped: 0,
+            streamed: 0,
+            cut: 0,
         }
     }
 }
@@ -255,7 +262,7 @@ impl serde::Serialize for Stats {
         for (slot, ty) in types.iter_mut().zip(EventType::ALL) {
             *slot = ty.as_str();
         }
-        let mut st = s.serialize_struct("Stats", 19)?;
+        let mut st = s.serialize_struct("Stats", 21)?;
         st.serialize_field("bytes_in", &self.bytes_in)?;
         st.serialize_field("bytes_out", &self.bytes_out)?;
         st.serialize_field("events", &self.events)?;
@@ -271,6 +278,8 @@ impl serde::Serialize for Stats {
         st.serialize_field("too_large", &self.too_large)?;
         st.serialize_field("keep_alives", &self.keep_alives)?;
         st.serialize_field("tool_events_dropped", &self.tool_events_dropped)?;
+        st.serialize_field("streamed", &self.streamed)?;
+        st.serialize_field("cut", &self.cut)?;
         st.serialize_field("events_in", &Named(&self.events_in, &types))?;
         st.serialize_field("events_out", &Named(&self.events_out, &types))?;
         let stages = Named(&self.violations_by_stage, &STAGE_NAMES);
@@ -358,6 +367,15 @@ impl From<BufferFull> for RewriteError {
 /// frame's events), for each of up to `LANES + 3` events of one frame, and
 /// a final `RUN_ERROR` with its message.
 const FRAME_SLACK: usize = (LANES + 3) * 192 + 3 * LANE_BYTES + RUN_ERROR_BYTES;
+
+/// Bytes of a block that outgrew the raw buffer kept back until its
+/// verdict, so that a block found bad at its end can still be cut.
+const WITHHELD: usize = 16;
+
+/// What ends a block forwarded ahead of its verdict that turned out bad: a
+/// data line whose control byte no JSON can hold, so that the client's
+/// parse of the block fails visibly.
+const CUT: &[u8] = b"\ndata: \x01\n\n";
 
 /// The most one closing event takes besides its ids.
 const CLOSE_EVENT_BYTES: usize = 96;
@@ -538,6 +556,9 @@ pub struct Rewriter<
     stats: Stats,
     state: State,
     filter: ToolFilter,
+    /// The unfinished block outgrew the raw buffer: its bytes up to this
+    /// stream offset are already out (0: none).
+    streamed: u64,
 }
 
 impl<'b> Rewriter<'b> {
@@ -580,6 +601,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             stats: Stats::default(),
             state: State::Open,
             filter: ToolFilter::default(),
+            streamed: 0,
         }
     }
 
@@ -709,6 +731,19 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                         end = end.saturating_add(k);
                     }
                     None => {
+                        // A block that outgrows the raw buffer goes out
+                        // as it comes: room for it too.
+                        if len > self.raw.len() {
+                            let need = self.frame_bound(len);
+                            if needed.saturating_add(need) > room {
+                                scan = before;
+                                if end == pos && pos == 0 {
+                                    return Err(RewriteError::OutputFull { needed: need });
+                                }
+                                held_up = true;
+                                break;
+                            }
+                        }
                         end = input.len();
                         break;
                     }
@@ -864,6 +899,27 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         if let Err(e) = result {
             return self.stop(e, out);
         }
+        let end = base.saturating_add(chunk.len() as u64);
+        if end.saturating_sub(self.accounted) > self.raw.len() as u64 && self.raw.len() >= WITHHELD
+        {
+            // The unfinished block outgrew the raw buffer: out it goes
+            // ahead of its verdict, all but its last bytes.
+            let upto = end.saturating_sub(WITHHELD as u64).max(self.accounted);
+            if self.streamed == 0 {
+                self.stats.streamed = self.stats.streamed.saturating_add(1);
+            }
+            let mut stop = Stop::new();
+            let (_, failed) = self.with_forward(chunk, base, out, &mut stop, |_, sink| {
+                let from = sink.gap_start();
+                sink.forward(from, upto);
+                *sink.accounted = upto;
+            });
+            self.streamed = upto;
+            if failed {
+                self.state = State::Ended;
+                return Err(RewriteError::Write);
+            }
+        }
         // Keep the bytes not yet accounted for: the raw buffer covers
         // `accounted..` up to the pipeline's offset.
         let drop = (self.accounted.saturating_sub(raw_start) as usize).min(self.raw_len);
@@ -910,6 +966,8 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             failed: false,
             stop,
             filter: &mut self.filter,
+            streamed: &mut self.streamed,
+            frame_streamed: false,
         };
         let result = f(&mut self.pipeline, &mut sink);
         (result, sink.failed)
@@ -1192,6 +1250,10 @@ struct Forward<'a, W: ?Sized> {
     /// Set when the stop policy stops: nothing more is written.
     stop: &'a mut Stop,
     filter: &'a mut ToolFilter,
+    /// See [`Rewriter::streamed`]; and whether the current frame's bytes
+    /// went out so.
+    streamed: &'a mut u64,
+    frame_streamed: bool,
 }
 
 impl<'a, W: Write + ?Sized> Forward<'a, W> {
@@ -1279,9 +1341,30 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
         }
         self.frame = Some(info.index);
         self.frame_written = false;
-        let from = self.gap_start();
-        self.forward(from, info.start.max(from));
-        *self.accounted = info.end.max(from);
+        self.frame_streamed = *self.streamed > info.start;
+        if !self.frame_streamed {
+            let from = self.gap_start();
+            self.forward(from, info.start.max(from));
+        }
+        *self.accounted = info.end.max(*self.accounted);
+    }
+
+    /// The current frame went out ahead of its verdict and cannot be what
+    /// the client gets: it is cut (the client's parse fails) and the
+    /// stream stops with `code` and `message`.
+    fn cut(&mut self, code: &str, message: &dyn fmt::Display) -> ControlFlow<()> {
+        self.write(CUT);
+        *self.streamed = 0;
+        self.frame_streamed = false;
+        self.stats.cut = self.stats.cut.saturating_add(1);
+        self.stop.set_code(code, message);
+        ControlFlow::Break(())
+    }
+
+    /// A streamed frame that must be re-encoded: its bytes are gone.
+    fn cut_unencodable(&mut self) -> ControlFlow<()> {
+        let message = "an event larger than the raw buffer cannot be re-encoded";
+        self.cut("AGUI_STREAM_CAPACITY", &message)
     }
 
     /// The frame's own bytes, once (terminated if the stream cut it).
@@ -1289,7 +1372,12 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
         if core::mem::replace(&mut self.frame_written, true) {
             return;
         }
-        let relined = self.forward(info.start, info.end);
+        let from = if self.frame_streamed {
+            core::mem::replace(self.streamed, 0)
+        } else {
+            info.start
+        };
+        let relined = self.forward(from, info.end);
         self.count(relined);
         if !info.terminated && self.options.repair {
             let parts = self.parts(info.start, info.end);
@@ -1313,6 +1401,16 @@ impl<W: Write + ?Sized> Sink for Forward<'_, W> {
         self.begin(frame);
         self.stats.events = self.stats.events.saturating_add(1);
         count_in(&mut self.stats.events_in, event.event_type().index());
+        if self.frame_streamed
+            && (!frame.original
+                || self.options.canonical
+                || !self.filter.is_empty()
+                || (self.options.drop_raw
+                    && (event.event_type() == EventType::Raw
+                        || event.get(Key::RawEvent).is_some())))
+        {
+            return self.cut_unencodable();
+        }
         if !self.filter.is_empty() {
             match self.filter.check(event) {
                 Filtered::Keep => {}
@@ -1360,6 +1458,12 @@ impl<W: Write + ?Sized> Sink for Forward<'_, W> {
             return ControlFlow::Break(());
         }
         let policy = self.options.on_violation;
+        self.begin(frame);
+        if self.frame_streamed {
+            self.stats.violations = self.stats.violations.saturating_add(1);
+            count_in(&mut self.stats.violations_by_stage, error.stage.index());
+            return self.cut(code_of(error), message);
+        }
         if !frame.terminated && self.options.repair && error.stage == Stage::Json {
             // The stream was cut inside its last frame's JSON: that is the
             // truncation the repair reports, not a violation to stop on.
@@ -1405,16 +1509,25 @@ impl<W: Write + ?Sized> Sink for Forward<'_, W> {
                 let from = self.gap_start();
                 let relined = self.forward(from, end.max(from));
                 *self.accounted = end.max(from);
+                *self.streamed = 0;
                 self.count(relined);
             }
             Skipped::Ignored(info) => {
                 self.begin(&info);
+                if self.frame_streamed && self.options.canonical {
+                    return self.cut_unencodable();
+                }
                 if !self.options.canonical {
                     self.frame_bytes(&info);
                 }
             }
             // Replaced by nothing: its stream goes on in later events.
-            Skipped::Absorbed(info) => self.begin(&info),
+            Skipped::Absorbed(info) => {
+                self.begin(&info);
+                if self.frame_streamed {
+                    return self.cut_unencodable();
+                }
+            }
         }
         ControlFlow::Continue(())
     }

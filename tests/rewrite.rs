@@ -624,3 +624,74 @@ fn a_bom_inside_the_stream_stays_a_lines_bytes() {
     let (twice, _) = rewrite(&once, Config::new(), drop, 3);
     assert_eq!(twice, once);
 }
+
+/// The rewritten stream of `stream` through small buffers (512 bytes each),
+/// in `piece`-byte pushes.
+fn rewrite_small(stream: &[u8], options: Options, piece: usize) -> (Vec<u8>, Stats) {
+    let (mut frames, mut raw) = ([0u8; 512], [0u8; 512]);
+    let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), options);
+    let mut out = Vec::new();
+    for p in stream.chunks(piece) {
+        assert_eq!(r.push(p, &mut out).expect("a Vec has room").read, p.len());
+    }
+    r.finish(&mut out).unwrap();
+    (out, *r.stats())
+}
+
+/// A block larger than the raw buffer goes out piece by piece ahead of its
+/// verdict: unchanged when it passes; cut, so that the client's parse
+/// fails, when its end shows it bad; cut as well where it would have to be
+/// re-encoded (its bytes are gone).
+#[test]
+fn blocks_larger_than_the_raw_buffer_stream_through() {
+    let big = |ty: &str, id: &str| {
+        format!(
+            r#"{{"type":"{ty}","messageId":"{id}","delta":"{}"}}"#,
+            "ab\\n\\u00e9".repeat(500)
+        )
+    };
+    let stream = common::sse(&[
+        RUN_STARTED,
+        &common::start("m"),
+        &big("TEXT_MESSAGE_CONTENT", "m"),
+        &common::end("m"),
+        RUN_FINISHED,
+    ]);
+    for piece in [100, 333, 1460] {
+        let (out, stats) = rewrite_small(&stream, Options::new(), piece);
+        assert!(out == stream, "in {piece}-byte pushes");
+        assert_eq!((stats.streamed, stats.cut), (1, 0));
+    }
+    // Bad at its end (the message is not open): cut, then the stop.
+    let bad = common::sse(&[RUN_STARTED, &big("TEXT_MESSAGE_CONTENT", "x"), RUN_FINISHED]);
+    let (out, stats) = rewrite_small(&bad, Options::new(), 100);
+    assert_eq!((stats.streamed, stats.cut), (1, 1));
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("\ndata: \u{1}\n\n"), "{text}");
+    assert!(
+        text.ends_with("\"code\":\"AGUI_STREAM_VIOLATION\"}\n\n"),
+        "{text}"
+    );
+    // The client's parse of the cut block fails.
+    let (events, verdict) = events(&out, Config::new());
+    assert_eq!(events.len(), 1);
+    assert!(verdict.is_err());
+    // A chunk would need expanding: cut too, a capacity.
+    let chunk = common::sse(&[RUN_STARTED, &big("TEXT_MESSAGE_CHUNK", "m"), RUN_FINISHED]);
+    let (out, _) = rewrite_small(&chunk, Options::new(), 100);
+    assert!(String::from_utf8_lossy(&out).ends_with("\"code\":\"AGUI_STREAM_CAPACITY\"}\n\n"));
+    // A writer sized by the bound for the largest block never fails.
+    let (mut frames, mut raw) = ([0u8; 512], [0u8; 512]);
+    let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+    let mut buf = vec![0u8; r.frame_bound(stream.len())];
+    let mut got = Vec::new();
+    for piece in stream.chunks(100) {
+        let mut out = SliceWriter::new(&mut buf);
+        assert_eq!(r.push(piece, &mut out).unwrap().read, piece.len());
+        got.extend_from_slice(out.written());
+    }
+    let mut out = SliceWriter::new(&mut buf);
+    r.finish(&mut out).unwrap();
+    got.extend_from_slice(out.written());
+    assert!(got == stream);
+}

@@ -442,6 +442,8 @@ fn gateway(o: &Options) -> std::io::Result<()> {
         ("too_large", s.too_large),
         ("keep_alives", s.keep_alives),
         ("tool_events_dropped", s.tool_events_dropped),
+        ("streamed", s.streamed),
+        ("cut", s.cut),
     ];
     let mut fields: Vec<String> = fields.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
     // Per type and per stage, what is not zero.
