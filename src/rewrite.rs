@@ -837,7 +837,11 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         let base = self.pipeline.offset();
         let mut stop = Stop::new();
         let (result, failed) = self.with_forward(&[], base, out, &mut stop, |pipeline, sink| {
-            pipeline.finish(sink)
+            let result = pipeline.finish(sink);
+            if result.is_ok() && !sink.stop.stopped() {
+                sink.rest(base);
+            }
+            result
         });
         self.state = State::Ended;
         if failed {
@@ -846,20 +850,6 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         if let Some(json) = stop.json() {
             self.end_run(out, json)?;
             return Ok(None);
-        }
-        // What is left (blank lines, a block without data that never
-        // ended): blank lines are forwarded, an unfinished block is not.
-        let rest = self.raw.get(..self.raw_len).unwrap_or_default();
-        if rest.iter().all(|&b| b == b'\n' || b == b'\r') && !rest.is_empty() {
-            let end = base;
-            let mut stop = Stop::new();
-            let (_, failed) = self.with_forward(&[], base, out, &mut stop, |_, sink| {
-                let from = *sink.accounted;
-                sink.forward(from, end);
-            });
-            if failed {
-                return Err(RewriteError::Write);
-            }
         }
         let summary = match result {
             Ok(summary) => summary,
@@ -1365,6 +1355,32 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
     fn cut_unencodable(&mut self) -> ControlFlow<()> {
         let message = "an event larger than the raw buffer cannot be re-encoded";
         self.cut("AGUI_STREAM_CAPACITY", &message)
+    }
+
+    /// At the end of input, the bytes no block took, up to `end`: blank
+    /// lines, or a block without data that never ended (terminated, with
+    /// the repair, as a cut frame is).
+    fn rest(&mut self, end: u64) {
+        let from = self.gap_start();
+        if from >= end {
+            return;
+        }
+        let parts = self.parts(from, end);
+        let blank = parts
+            .iter()
+            .all(|p| p.iter().all(|&b| b == b'\n' || b == b'\r'));
+        let last = parts.iter().rev().find_map(|p| p.last()).copied();
+        self.forward(from, end);
+        *self.accounted = end;
+        *self.streamed = 0;
+        if !blank && self.options.repair {
+            self.write(if matches!(last, Some(b'\n' | b'\r')) {
+                b"\n"
+            } else {
+                b"\n\n"
+            });
+            self.stats.repairs = self.stats.repairs.saturating_add(1);
+        }
     }
 
     /// The frame's own bytes, once (terminated if the stream cut it).

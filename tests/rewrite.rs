@@ -695,3 +695,24 @@ fn blocks_larger_than_the_raw_buffer_stream_through() {
     got.extend_from_slice(out.written());
     assert!(got == stream);
 }
+
+/// A block without data that never ended is forwarded at the end, and
+/// terminated with the repair, whether or not it outgrew the raw buffer
+/// (found by the fuzzer: through small buffers it had gone out already).
+#[test]
+fn an_unfinished_block_without_data_is_forwarded_at_the_end() {
+    let mut stream = common::sse(&[RUN_STARTED, RUN_FINISHED]);
+    stream.extend_from_slice(b": a comment longer than the buffers");
+    stream.extend_from_slice(&[b'x'; 600]);
+    for repair in [true, false] {
+        let options = Options::new().repair(repair);
+        let (big, _) = rewrite(&stream, Config::new(), options, 7);
+        let (small, _) = rewrite_small(&stream, options, 7);
+        let mut want = stream.clone();
+        if repair {
+            want.extend_from_slice(b"\n\n");
+        }
+        assert_eq!(big, want);
+        assert_eq!(small, want);
+    }
+}
