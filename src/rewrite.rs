@@ -940,7 +940,9 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         stop: &mut Stop,
         f: impl FnOnce(&mut Pipeline<'b, OPEN, OWNERS, ID_BYTES>, &mut Forward<'_, W>) -> T,
     ) -> (T, bool) {
-        let raw_start = self.accounted;
+        // The raw buffer holds what was not accounted for when the pushed
+        // bytes came (`raw_start` below, if it has moved since).
+        let raw_start = base.saturating_sub(self.raw_len as u64);
         let mut sink = Forward {
             out,
             raw: self.raw.get(..self.raw_len).unwrap_or_default(),

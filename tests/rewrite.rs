@@ -716,3 +716,20 @@ fn an_unfinished_block_without_data_is_forwarded_at_the_end() {
         assert_eq!(small, want);
     }
 }
+
+/// Blocks that outgrow the raw buffer one after another, through small
+/// buffers, come out as they came (found by the fuzzer: the withheld bytes
+/// of one were written again as the next one's).
+#[test]
+fn blocks_streamed_one_after_another_come_out_once() {
+    let mut stream = b": short\n\n".to_vec();
+    for i in 0..3 {
+        stream.extend_from_slice(format!(": {i} {}\n\n", "y".repeat(700)).as_bytes());
+    }
+    stream.extend_from_slice(&common::sse(&[RUN_STARTED, RUN_FINISHED]));
+    for piece in [73, 100, 701] {
+        let (out, stats) = rewrite_small(&stream, Options::new(), piece);
+        assert!(out == stream, "{piece}-byte pushes");
+        assert_eq!(stats.streamed, 3);
+    }
+}
