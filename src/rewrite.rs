@@ -321,8 +321,8 @@ pub enum RewriteError {
     },
     /// The writer failed although it said it had room.
     Write,
-    /// A block's raw bytes outgrew the raw buffer while they spanned
-    /// pushes.
+    /// A block outgrew a raw buffer too small (under 16 bytes) to hold
+    /// back the end of a block that goes out ahead of its verdict.
     RawBuffer {
         /// The raw buffer's length.
         capacity: usize,
@@ -344,7 +344,7 @@ impl fmt::Display for RewriteError {
             RewriteError::RawBuffer { capacity } => {
                 write!(
                     f,
-                    "a block spanning pushes outgrew the {capacity}-byte raw buffer"
+                    "a block outgrew the {capacity}-byte raw buffer (16 bytes at least are needed)"
                 )
             }
             RewriteError::DeniedTools => {
@@ -667,8 +667,8 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
     ///
     /// [`RewriteError::OutputFull`] if `out` has no room for the next
     /// block's worst case and nothing could be read;
-    /// [`RewriteError::RawBuffer`] if a block spanning pushes outgrew the
-    /// raw buffer; [`RewriteError::Write`] if `out` failed.
+    /// [`RewriteError::RawBuffer`] if a block outgrew a raw buffer of under
+    /// 16 bytes; [`RewriteError::Write`] if `out` failed.
     pub fn push<W: Write + ?Sized>(
         &mut self,
         input: &[u8],
