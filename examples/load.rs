@@ -5,7 +5,8 @@
 //! ```text
 //! cargo build --release --features std --example http_proxy --example load
 //! target/release/examples/load [--streams N]... [--requests N] [--hold-ms N]
-//!                              [--delay-ms N] [--max-write N] [--proxy PATH]
+//!                              [--delay-ms N] [--max-write N] [--ramp-ms N]
+//!                              [--captures DIR] [--proxy PATH]
 //!                              [-- PROXY FLAGS...]
 //! ```
 //!
@@ -51,6 +52,7 @@ const USAGE: &str = "load [OPTIONS]
   --hold-ms N     upstream pause after the first event (default 1000)
   --delay-ms N    at most this long between upstream writes (default 5)
   --max-write N   upstream writes of 1..=N bytes (default 1500)
+  --ramp-ms N     connections start evenly over N ms (default 0: at once)
   --proxy PATH    the proxy binary (default: http_proxy beside this one)
   --captures DIR  streams to serve (default tests/corpus/real)
   -- FLAGS...     passed to the proxy (e.g. --buffer 8192); the bodies are
@@ -62,6 +64,7 @@ struct Args {
     hold: Duration,
     delay_ms: u64,
     max_write: usize,
+    ramp: Duration,
     proxy: PathBuf,
     captures: PathBuf,
     proxy_flags: Vec<std::ffi::OsString>,
@@ -80,6 +83,7 @@ fn parse_args() -> Result<Option<Args>, lexopt::Error> {
         hold: Duration::from_millis(1000),
         delay_ms: 5,
         max_write: 1500,
+        ramp: Duration::ZERO,
         proxy: beside,
         captures: PathBuf::from("tests/corpus/real"),
         proxy_flags: Vec::new(),
@@ -92,6 +96,7 @@ fn parse_args() -> Result<Option<Args>, lexopt::Error> {
             Long("hold-ms") => args.hold = Duration::from_millis(parser.value()?.parse()?),
             Long("delay-ms") => args.delay_ms = parser.value()?.parse()?,
             Long("max-write") => args.max_write = parser.value()?.parse::<usize>()?.max(1),
+            Long("ramp-ms") => args.ramp = Duration::from_millis(parser.value()?.parse()?),
             Long("proxy") => args.proxy = parser.value()?.into(),
             Long("captures") => args.captures = parser.value()?.into(),
             Value(flag) => args.proxy_flags.push(flag),
@@ -332,6 +337,7 @@ async fn run(
     upstream: &Arc<Upstream>,
     streams: usize,
     requests: usize,
+    ramp: Duration,
     first_request: usize,
 ) -> bool {
     let idle = rss_kib(pid).unwrap_or(0);
@@ -352,7 +358,9 @@ async fn run(
     let mut tasks = Vec::with_capacity(streams);
     for s in 0..streams {
         let upstream = Arc::clone(upstream);
+        let start = started + ramp.mul_f64(s as f64 / streams as f64);
         tasks.push(tokio::spawn(async move {
+            tokio::time::sleep_until(start.into()).await;
             let mut gots = Vec::with_capacity(requests);
             for r in 0..requests {
                 let n = first_request + s * requests + r;
@@ -405,10 +413,11 @@ async fn run(
     let secs = wall.as_secs_f64();
     let per_connection = peak.saturating_sub(idle) as f64 / streams as f64;
     println!(
-        "streams {streams:>5} x {requests} request(s): {:.2} s, {:.0} responses/s, {:.2} MB/s; \
+        "streams {streams:>5} x {requests} request(s), ramp {} ms: {:.2} s, {:.0} responses/s, {:.2} MB/s; \
          first event p50 {:.2} ms p99 {:.2} ms from the request, proxy adds p50 {:.2} ms \
          p99 {:.2} ms; proxy RSS {:.1} MiB idle, {:.1} MiB peak = {:.1} KiB per connection; \
          {equal}/{} bodies equal",
+        ramp.as_millis(),
         secs,
         gots.len() as f64 / secs,
         bytes as f64 / 1e6 / secs,
@@ -517,7 +526,7 @@ fn main_with(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
         let mut all_ok = true;
         let mut next = 1;
         for &n in &args.streams {
-            all_ok &= run(addr, pid, &upstream, n, args.requests, next).await;
+            all_ok &= run(addr, pid, &upstream, n, args.requests, args.ramp, next).await;
             next += n * args.requests;
         }
         drop(proxy);
