@@ -1,0 +1,310 @@
+//! Throughput ratios from rows timed in interleaved rounds.
+//!
+//! Rows timed one after another drift by 20–50% on small VMs, so this
+//! harness times every row once per round, in an order rotated each round,
+//! and reports for each comparison the median of the per-round ratios and
+//! their range. Run
+//!
+//! ```text
+//! cargo bench --bench ratios [-- --rounds N] [--stream NAME]... [--only ROW]
+//! ```
+//!
+//! Every row reads the same bytes (the streams of `benches/common`). With
+//! `--once --only ROW` it runs the selected rows once without timing, for a
+//! profiler: `valgrind --tool=callgrind --collect-atstart=no
+//! --toggle-collect='*run_once*' target/release/deps/ratios-* --once ...`
+//! counts only that row.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use agui_stream::rewrite::{Options, Rewriter};
+use agui_stream::{Config, Dialect, Event, FrameInfo, Pipeline, SliceWriter};
+
+mod common;
+use common::{payloads, split_frames, streams};
+
+/// Streams the 10,000-stream row keeps open at once.
+const MANY: usize = 10_000;
+/// The frame buffer of every row that pushes in pieces.
+const PIECE_BUFFER: usize = 16 << 10;
+
+fn count_sink(n: &mut u64) -> impl FnMut(&Event<'_>, &FrameInfo) + '_ {
+    move |ev: &Event<'_>, _: &FrameInfo| {
+        black_box(ev.event_type());
+        *n += 1;
+    }
+}
+
+/// The pipeline over `stream` pushed in `piece`-byte pushes.
+fn pipeline(stream: &[u8], dialect: Dialect, piece: usize, buf: &mut [u8]) -> u64 {
+    let mut p = Pipeline::new(buf, Config::new().dialect(dialect));
+    let mut n = 0;
+    let mut sink = count_sink(&mut n);
+    for chunk in stream.chunks(piece) {
+        p.push(chunk, &mut sink).expect("valid stream");
+    }
+    p.finish(&mut sink).expect("valid stream");
+    drop(sink);
+    n
+}
+
+/// The gateway rewriter with default options over `stream` in 64 KiB
+/// pushes, into a fixed output buffer drained after every push.
+fn gateway(stream: &[u8], frames: &mut [u8], raw: &mut [u8], out: &mut [u8]) -> u64 {
+    let mut r = Rewriter::new(frames, raw, Config::new(), Options::new());
+    let mut written = 0;
+    for chunk in stream.chunks(64 << 10) {
+        let mut w = SliceWriter::new(out);
+        let pushed = r.push(chunk, &mut w).expect("rewrites");
+        assert_eq!(pushed.read, chunk.len(), "the output buffer holds a push");
+        written += w.len() as u64;
+        black_box(w.written());
+    }
+    let mut w = SliceWriter::new(out);
+    r.finish(&mut w).expect("finishes");
+    written + w.len() as u64
+}
+
+fn ignored_any(stream: &[u8]) -> u64 {
+    split_frames(stream)
+        .filter(|p| serde_json::from_slice::<serde::de::IgnoredAny>(p).is_ok())
+        .count() as u64
+}
+
+/// `MANY` pipelines over the same stream, pushed round-robin in 1,460-byte
+/// pieces, each at its own position (staggered evenly over the stream when
+/// the row is set up, which pushes `MANY` half streams), so both their
+/// state and their input are cold. One call pushes one stream's worth of
+/// bytes; a pipeline that reaches the end is finished and started again.
+struct ManyStreams {
+    streams: Vec<(Pipeline<'static>, usize)>,
+    next: usize,
+}
+
+impl ManyStreams {
+    fn new(stream: &[u8]) -> Self {
+        let pieces = stream.len().div_ceil(1460);
+        let mut n = 0;
+        let mut sink = count_sink(&mut n);
+        let streams = (0..MANY)
+            .map(|s| {
+                let mut p = Self::fresh();
+                let at = s * pieces / MANY;
+                p.push(&stream[..at * 1460], &mut sink)
+                    .expect("valid stream");
+                (p, at)
+            })
+            .collect();
+        ManyStreams { streams, next: 0 }
+    }
+
+    fn fresh() -> Pipeline<'static> {
+        // A new buffer per pipeline started: a few MB over a bench run.
+        let buf: &'static mut [u8] = Box::leak(vec![0u8; PIECE_BUFFER].into_boxed_slice());
+        Pipeline::new(buf, Config::new())
+    }
+
+    fn run(&mut self, stream: &[u8]) -> u64 {
+        let pieces = stream.len().div_ceil(1460);
+        let mut n = 0;
+        let mut sink = count_sink(&mut n);
+        let mut budget = stream.len();
+        while budget > 0 {
+            let (p, at) = &mut self.streams[self.next];
+            let start = *at * 1460;
+            let chunk = &stream[start..(start + 1460).min(stream.len())];
+            p.push(chunk, &mut sink).expect("valid stream");
+            budget = budget.saturating_sub(chunk.len());
+            *at += 1;
+            if *at == pieces {
+                p.finish(&mut sink).expect("valid stream");
+                *p = Self::fresh();
+                *at = 0;
+            }
+            self.next = (self.next + 1) % MANY;
+        }
+        drop(sink);
+        n
+    }
+}
+
+struct Row<'a> {
+    name: &'static str,
+    run: Box<dyn FnMut() -> u64 + 'a>,
+    secs: Vec<f64>,
+}
+
+impl<'a> Row<'a> {
+    fn new(name: &'static str, run: Box<dyn FnMut() -> u64 + 'a>) -> Self {
+        Row {
+            name,
+            run,
+            secs: Vec::new(),
+        }
+    }
+}
+
+/// Runs one row once (the symbol a profiler toggles on).
+#[inline(never)]
+fn run_once(row: &mut Row<'_>) -> u64 {
+    (row.run)()
+}
+
+struct Args {
+    rounds: usize,
+    streams: Vec<String>,
+    only: Vec<String>,
+    once: bool,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        rounds: 15,
+        streams: Vec::new(),
+        only: Vec::new(),
+        once: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--rounds" => a.rounds = it.next().and_then(|v| v.parse().ok()).expect("--rounds N"),
+            "--stream" => a.streams.push(it.next().expect("--stream NAME")),
+            "--only" => a.only.push(it.next().expect("--only ROW")),
+            "--once" => a.once = true,
+            // `cargo bench` passes `--bench`.
+            _ => {}
+        }
+    }
+    a
+}
+
+fn median_range(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    (v[v.len() / 2], v[0], v[v.len() - 1])
+}
+
+fn main() {
+    let args = args();
+    for (name, stream) in streams() {
+        if !args.streams.is_empty() && !args.streams.iter().any(|s| s == name) {
+            continue;
+        }
+        let mut whole = vec![0u8; 1 << 20];
+        assert!(
+            split_frames(&stream).eq(payloads(&stream, &mut whole).iter().map(Vec::as_slice)),
+            "{name}: the baseline's framing must find the same payloads"
+        );
+        let (mut frames, mut raw) = (vec![0u8; 64 << 10], vec![0u8; 64 << 10]);
+        let mut out = vec![0u8; 4 << 20];
+        // Does the gateway have anything to change on this stream?
+        let unchanged = {
+            let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+            let mut all = Vec::with_capacity(stream.len());
+            r.push(&stream, &mut all).expect("rewrites");
+            r.finish(&mut all).expect("finishes");
+            all == stream
+        };
+        let s = &stream[..];
+        let (mut b1, mut b2) = (vec![0u8; 1 << 20], vec![0u8; 64 << 10]);
+        let mut many = None::<ManyStreams>;
+        let mut rows: Vec<Row<'_>> = Vec::new();
+        rows.push(Row::new(
+            "serde_json IgnoredAny",
+            Box::new(move || ignored_any(s)),
+        ));
+        rows.push(Row::new(
+            "v1 one push",
+            Box::new(|| pipeline(s, Dialect::V1, usize::MAX, &mut whole)),
+        ));
+        rows.push(Row::new(
+            "v0 one push",
+            Box::new(|| pipeline(s, Dialect::V0, usize::MAX, &mut b1)),
+        ));
+        let mut b = vec![0u8; PIECE_BUFFER];
+        rows.push(Row::new(
+            "v1 1460-byte pushes",
+            Box::new(move || pipeline(s, Dialect::V1, 1460, &mut b)),
+        ));
+        let mut b = vec![0u8; PIECE_BUFFER];
+        rows.push(Row::new(
+            "v1 64-byte pushes",
+            Box::new(move || pipeline(s, Dialect::V1, 64, &mut b)),
+        ));
+        let mut b = vec![0u8; PIECE_BUFFER];
+        rows.push(Row::new(
+            "v1 7-byte pushes",
+            Box::new(move || pipeline(s, Dialect::V1, 7, &mut b)),
+        ));
+        rows.push(Row::new(
+            "v1 64 KiB pushes",
+            Box::new(|| pipeline(s, Dialect::V1, 64 << 10, &mut b2)),
+        ));
+        rows.push(Row::new(
+            "gateway 64 KiB pushes",
+            Box::new(|| gateway(s, &mut frames, &mut raw, &mut out)),
+        ));
+        // Staggering 10,000 streams costs 5,000 passes over the stream:
+        // only the 1 MB one.
+        if s.len() <= 2 << 20 {
+            rows.push(Row::new(
+                "10,000 streams 1460-byte pushes",
+                Box::new(|| many.get_or_insert_with(|| ManyStreams::new(s)).run(s)),
+            ));
+        }
+        rows.retain(|r| args.only.is_empty() || args.only.iter().any(|o| r.name == o));
+        if args.once {
+            for row in &mut rows {
+                black_box(run_once(row));
+            }
+            continue;
+        }
+        // Each timing reads at least 8 MB, so a round is not noise.
+        let reps = (8usize << 20).div_ceil(stream.len());
+        for row in &mut rows {
+            black_box(run_once(row)); // warm-up (and the 10,000 streams' setup)
+        }
+        for round in 0..args.rounds {
+            let k = rows.len();
+            for i in 0..k {
+                let row = &mut rows[(i + round) % k];
+                let t = Instant::now();
+                for _ in 0..reps {
+                    black_box(run_once(row));
+                }
+                row.secs.push(t.elapsed().as_secs_f64() / reps as f64);
+            }
+        }
+        println!(
+            "\n{name} ({} bytes, {} rounds; gateway output {} its input)",
+            stream.len(),
+            args.rounds,
+            if unchanged { "equals" } else { "differs from" }
+        );
+        let mbps = |row: &Row<'_>| {
+            let (m, _, _) = median_range(row.secs.clone());
+            stream.len() as f64 / m / 1e6
+        };
+        for row in &rows {
+            println!("  {:<34} {:>8.0} MB/s (median)", row.name, mbps(row));
+        }
+        let find = |n: &str| rows.iter().find(|r| r.name == n);
+        let compare = [
+            ("v1 one push", "serde_json IgnoredAny"),
+            ("v0 one push", "serde_json IgnoredAny"),
+            ("v1 1460-byte pushes", "v1 one push"),
+            ("v1 64-byte pushes", "v1 one push"),
+            ("v1 7-byte pushes", "v1 one push"),
+            ("gateway 64 KiB pushes", "v1 64 KiB pushes"),
+            ("10,000 streams 1460-byte pushes", "v1 1460-byte pushes"),
+        ];
+        for (row, base) in compare {
+            let (Some(r), Some(b)) = (find(row), find(base)) else {
+                continue;
+            };
+            let ratios = r.secs.iter().zip(&b.secs).map(|(r, b)| b / r).collect();
+            let (m, lo, hi) = median_range(ratios);
+            println!("  {row} / {base}: {m:.2}x ({lo:.2}-{hi:.2})");
+        }
+    }
+}
