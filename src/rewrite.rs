@@ -949,6 +949,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             raw_start,
             chunk,
             base,
+            chunk_plain: relines::plain(chunk),
             accounted: &mut self.accounted,
             after_cr: &mut self.after_cr,
             stats: &mut self.stats,
@@ -1231,6 +1232,9 @@ struct Forward<'a, W: ?Sized> {
     /// The bytes pushed now, from stream offset `base`.
     chunk: &'a [u8],
     base: u64,
+    /// `chunk` has no CR and no bare `data` line after a LF or at its
+    /// start: see [`Forward::forward`]'s fast path.
+    chunk_plain: bool,
     accounted: &'a mut u64,
     after_cr: &'a mut bool,
     stats: &'a mut Stats,
@@ -1278,6 +1282,20 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
     fn forward(&mut self, a: u64, b: u64) -> bool {
         let parts = self.parts(a, b);
         let [x, y] = parts;
+        if x.is_empty() && !*self.after_cr && (y.is_empty() || self.chunk_plain) {
+            // Fast path, the same answer as `relines::needed`: bytes wholly
+            // in a plain chunk have no CR, and a bare `data` line in them
+            // would be at their start or after a LF in the chunk.
+            if y.is_empty() {
+                return false;
+            }
+            if !y.starts_with(b"data\n")
+                && (self.stats.bytes_out > 0 || !y.starts_with(b"\xEF\xBB\xBF"))
+            {
+                self.write(y);
+                return false;
+            }
+        }
         if self.stats.bytes_out == 0 && x.iter().chain(y).take(3).eq(b"\xEF\xBB\xBF") {
             // Bytes that were a line's, not a BOM, would read as one at the
             // start of the output: a blank line keeps them a line's.
@@ -1635,6 +1653,15 @@ mod relines {
         Ok(())
     }
 
+    /// True if `chunk` has no CR and no `data` line (bare: LF right after)
+    /// at its start or after a LF: then bytes within it that do not start
+    /// with a bare `data` line need no re-lining.
+    pub(super) fn plain(chunk: &[u8]) -> bool {
+        memchr::memchr(b'\r', chunk).is_none()
+            && !chunk.starts_with(b"data\n")
+            && memchr::memmem::find(chunk, b"\ndata\n").is_none()
+    }
+
     /// True if the bytes read differently to the reference client than to a
     /// WHATWG parser (or start with the LF of a CRLF already written).
     pub(super) fn needed(parts: [&[u8]; 2], skip_lf: bool) -> bool {
@@ -1742,5 +1769,33 @@ mod tests {
         for cut in 0..=s.len() {
             assert_eq!(ends(&[&s[..cut], &s[cut..]]), want, "cut at {cut}");
         }
+    }
+
+    /// `Forward::forward`'s fast path gives `relines::needed`'s answer: in
+    /// a plain chunk, bytes that do not start with a bare `data` line
+    /// need no re-lining, wherever they start and end.
+    #[test]
+    fn plain_chunks_need_no_relining() {
+        let chunks: [&[u8]; 6] = [
+            b"data: a\n\ndata\n\n",
+            b"data\n\ndata: b\n\n",
+            b"xdata\n\n: data\ndata:\n\n",
+            b"data: a\r\n\r\n",
+            b"id: 1\ndata\ndata: x\n\n",
+            b"data: {\"a\":\"data\"}\n\n",
+        ];
+        for chunk in chunks {
+            let plain = relines::plain(chunk);
+            for a in 0..=chunk.len() {
+                for b in a..=chunk.len() {
+                    let y = &chunk[a..b];
+                    if plain && !y.starts_with(b"data\n") {
+                        assert!(!relines::needed([&[], y], false), "{chunk:?} {a}..{b}");
+                    }
+                }
+            }
+        }
+        assert!(relines::plain(chunks[5]) && relines::plain(chunks[2]));
+        assert!(!relines::plain(chunks[0]) && !relines::plain(chunks[3]));
     }
 }
