@@ -502,8 +502,12 @@ impl BlockEnd {
     }
 
     /// The length of `bytes`' prefix that ends the current block (at its
-    /// blank line), or `None` if the block goes on past `bytes`.
-    fn next(&mut self, bytes: &[u8]) -> Option<usize> {
+    /// blank line), or `None` if the block goes on past `bytes`. With
+    /// `no_cr`, the caller knows `bytes` has no CR.
+    fn next(&mut self, bytes: &[u8], no_cr: bool) -> Option<usize> {
+        if no_cr && !self.after_cr {
+            return self.next_lf(bytes);
+        }
         let mut from = 0;
         loop {
             let rest = bytes.get(from..)?;
@@ -528,6 +532,35 @@ impl BlockEnd {
             from = i.saturating_add(1);
             if blank {
                 return Some(from);
+            }
+        }
+    }
+
+    /// [`BlockEnd::next`] for bytes without CR (and not after one): one
+    /// search for LF per line instead of one for LF or CR per line end.
+    fn next_lf(&mut self, bytes: &[u8]) -> Option<usize> {
+        if bytes.is_empty() {
+            return None;
+        }
+        if self.at_line_start && bytes.first() == Some(&b'\n') {
+            return Some(1);
+        }
+        let mut from = 0;
+        loop {
+            let Some(k) = bytes
+                .get(from..)
+                .and_then(|rest| memchr::memchr(b'\n', rest))
+            else {
+                self.at_line_start = false;
+                return None;
+            };
+            let i = from.saturating_add(k);
+            self.at_line_start = true;
+            from = i.saturating_add(1);
+            match bytes.get(from) {
+                Some(b'\n') => return Some(from.saturating_add(1)),
+                Some(_) => {}
+                None => return None,
             }
         }
     }
@@ -645,6 +678,15 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             .saturating_add(close)
     }
 
+    /// The most output a push of `len` bytes can give, whatever its blocks
+    /// (each is at least one byte), counting the block the raw buffer
+    /// holds.
+    const fn push_bound(&self, len: usize) -> usize {
+        let per_block = self.frame_bound(1);
+        self.frame_bound(self.raw_len.saturating_add(len))
+            .saturating_add(len.saturating_mul(per_block))
+    }
+
     /// What went through so far.
     pub fn stats(&self) -> &Stats {
         &self.stats
@@ -695,13 +737,32 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             let mut carried = self.raw_len;
             // Stopped before a block `out` has no room for.
             let mut held_up = false;
+            let rest = input.get(pos..).unwrap_or_default();
+            let no_cr = memchr::memchr(b'\r', rest).is_none();
+            // No bare `data` line, which `data` and a LF would start.
+            let plain = no_cr && memchr::memmem::find(rest, b"data\n").is_none();
+            if self.options.max_event_bytes == 0 && room >= self.push_bound(rest.len()) {
+                // Fast path, where the block-by-block scan below would read
+                // everything: room for the worst case of every block that
+                // can be in the input, and no size cap. The scanner's state
+                // after the input depends only on its last byte.
+                if let Some(&last) = rest.last() {
+                    self.scan = BlockEnd {
+                        at_line_start: matches!(last, b'\n' | b'\r'),
+                        after_cr: last == b'\r',
+                    };
+                }
+                self.run(rest, plain, out)?;
+                pos = input.len();
+                continue;
+            }
             loop {
                 let rest = input.get(end..).unwrap_or_default();
                 if rest.is_empty() {
                     break;
                 }
                 let before = scan;
-                let found = scan.next(rest);
+                let found = scan.next(rest, no_cr);
                 let max = self.options.max_event_bytes;
                 let len = found.unwrap_or(rest.len()).saturating_add(carried);
                 if max > 0 && len as u64 > max {
@@ -757,7 +818,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             }
             self.scan = scan;
             let chunk = input.get(pos..end).unwrap_or_default();
-            self.run(chunk, out)?;
+            self.run(chunk, plain, out)?;
             pos = end;
             if held_up && self.state == State::Open {
                 return Ok(Pushed {
@@ -836,13 +897,14 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         }
         let base = self.pipeline.offset();
         let mut stop = Stop::new();
-        let (result, failed) = self.with_forward(&[], base, out, &mut stop, |pipeline, sink| {
-            let result = pipeline.finish(sink);
-            if result.is_ok() && !sink.stop.stopped() {
-                sink.rest(base);
-            }
-            result
-        });
+        let (result, failed) =
+            self.with_forward(&[], false, base, out, &mut stop, |pipeline, sink| {
+                let result = pipeline.finish(sink);
+                if result.is_ok() && !sink.stop.stopped() {
+                    sink.rest(base);
+                }
+                result
+            });
         self.state = State::Ended;
         if failed {
             return Err(RewriteError::Write);
@@ -870,13 +932,20 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
 
     /// Runs `chunk` (whole blocks, or a last block that goes on) through the
     /// pipeline, and keeps what is not accounted for in the raw buffer.
-    fn run<W: Write + ?Sized>(&mut self, chunk: &[u8], out: &mut W) -> Result<(), RewriteError> {
+    /// Pushes `chunk`; `plain` as [`Forward::chunk_plain`].
+    fn run<W: Write + ?Sized>(
+        &mut self,
+        chunk: &[u8],
+        plain: bool,
+        out: &mut W,
+    ) -> Result<(), RewriteError> {
         let base = self.pipeline.offset();
         let raw_start = self.accounted;
         let mut stop = Stop::new();
-        let (result, failed) = self.with_forward(chunk, base, out, &mut stop, |pipeline, sink| {
-            pipeline.push(chunk, sink)
-        });
+        let (result, failed) =
+            self.with_forward(chunk, plain, base, out, &mut stop, |pipeline, sink| {
+                pipeline.push(chunk, sink)
+            });
         self.stats.bytes_in = self.stats.bytes_in.saturating_add(chunk.len() as u64);
         if failed {
             self.state = State::Ended;
@@ -899,7 +968,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                 self.stats.streamed = self.stats.streamed.saturating_add(1);
             }
             let mut stop = Stop::new();
-            let (_, failed) = self.with_forward(chunk, base, out, &mut stop, |_, sink| {
+            let (_, failed) = self.with_forward(chunk, false, base, out, &mut stop, |_, sink| {
                 let from = sink.gap_start();
                 sink.forward(from, upto);
                 *sink.accounted = upto;
@@ -935,6 +1004,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
     fn with_forward<W: Write + ?Sized, T>(
         &mut self,
         chunk: &[u8],
+        chunk_plain: bool,
         base: u64,
         out: &mut W,
         stop: &mut Stop,
@@ -949,7 +1019,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             raw_start,
             chunk,
             base,
-            chunk_plain: relines::plain(chunk),
+            chunk_plain,
             accounted: &mut self.accounted,
             after_cr: &mut self.after_cr,
             stats: &mut self.stats,
@@ -1232,8 +1302,8 @@ struct Forward<'a, W: ?Sized> {
     /// The bytes pushed now, from stream offset `base`.
     chunk: &'a [u8],
     base: u64,
-    /// `chunk` has no CR and no bare `data` line after a LF or at its
-    /// start: see [`Forward::forward`]'s fast path.
+    /// `chunk` has no CR and no `data` followed by a LF: see
+    /// [`Forward::forward`]'s fast path.
     chunk_plain: bool,
     accounted: &'a mut u64,
     after_cr: &'a mut bool,
@@ -1653,15 +1723,6 @@ mod relines {
         Ok(())
     }
 
-    /// True if `chunk` has no CR and no `data` line (bare: LF right after)
-    /// at its start or after a LF: then bytes within it that do not start
-    /// with a bare `data` line need no re-lining.
-    pub(super) fn plain(chunk: &[u8]) -> bool {
-        memchr::memchr(b'\r', chunk).is_none()
-            && !chunk.starts_with(b"data\n")
-            && memchr::memmem::find(chunk, b"\ndata\n").is_none()
-    }
-
     /// True if the bytes read differently to the reference client than to a
     /// WHATWG parser (or start with the LF of a CRLF already written).
     pub(super) fn needed(parts: [&[u8]; 2], skip_lf: bool) -> bool {
@@ -1748,12 +1809,12 @@ mod tests {
     #[test]
     fn block_ends_are_found_in_any_split() {
         let s: &[u8] = b"data: a\n\n: c\r\n\r\ndata: b\r\rdata: x\ndata: y\n\r\n\n";
-        let ends = |pieces: &[&[u8]]| {
+        let ends = |pieces: &[&[u8]], no_cr: bool| {
             let mut scan = BlockEnd::new();
             let (mut out, mut base) = (Vec::new(), 0);
             for p in pieces {
                 let mut from = 0;
-                while let Some(k) = scan.next(&p[from..]) {
+                while let Some(k) = scan.next(&p[from..], no_cr) {
                     from += k;
                     out.push(base + from);
                 }
@@ -1763,11 +1824,20 @@ mod tests {
         };
         extern crate std;
         use std::vec::Vec;
-        let want = ends(&[s]);
+        let want = ends(&[s], false);
         // After each blank line (a CRLF's LF comes later).
         assert_eq!(want, [9, 15, 25, 42, 44]);
         for cut in 0..=s.len() {
-            assert_eq!(ends(&[&s[..cut], &s[cut..]]), want, "cut at {cut}");
+            assert_eq!(ends(&[&s[..cut], &s[cut..]], false), want, "cut at {cut}");
+        }
+        // Without CR, the LF-only search finds the same ends.
+        let lf: &[u8] = b"data: a\n\n\n: c\n\ndata: b\nid: 2\n\n\n\ndata: x\n\n";
+        let want = ends(&[lf], false);
+        assert_eq!(want, [9, 10, 15, 30, 31, 32, 41]);
+        for cut in 0..=lf.len() {
+            for no_cr in [false, true] {
+                assert_eq!(ends(&[&lf[..cut], &lf[cut..]], no_cr), want, "cut at {cut}");
+            }
         }
     }
 
@@ -1784,8 +1854,12 @@ mod tests {
             b"id: 1\ndata\ndata: x\n\n",
             b"data: {\"a\":\"data\"}\n\n",
         ];
+        // What `Rewriter::push` finds.
+        let plain = |chunk: &[u8]| {
+            !chunk.contains(&b'\r') && memchr::memmem::find(chunk, b"data\n").is_none()
+        };
         for chunk in chunks {
-            let plain = relines::plain(chunk);
+            let plain = plain(chunk);
             for a in 0..=chunk.len() {
                 for b in a..=chunk.len() {
                     let y = &chunk[a..b];
@@ -1795,7 +1869,7 @@ mod tests {
                 }
             }
         }
-        assert!(relines::plain(chunks[5]) && relines::plain(chunks[2]));
-        assert!(!relines::plain(chunks[0]) && !relines::plain(chunks[3]));
+        assert!(plain(chunks[5]) && !plain(chunks[2]));
+        assert!(!plain(chunks[0]) && !plain(chunks[1]) && !plain(chunks[3]) && !plain(chunks[4]));
     }
 }

@@ -315,20 +315,33 @@ fn chunks_are_expanded_and_keep_alives_kept() {
 /// reference client reads them: LF line ends.
 #[test]
 fn line_ends_the_reference_cannot_read_are_rewritten() {
-    let crlf = format!("data: {RUN_STARTED}\r\nid: 1\r\n\r\n: x\r\rdata: {RUN_FINISHED}\r\r\n\r\n");
-    let (out, stats) = rewrite(crlf.as_bytes(), Config::new(), Options::new(), 1);
-    assert_eq!(
-        String::from_utf8_lossy(&out),
-        format!("data: {RUN_STARTED}\nid: 1\n\n: x\n\ndata: {RUN_FINISHED}\n\n\n")
-    );
-    assert_eq!(stats.relined, 3);
-    let bare = format!("data: {RUN_STARTED}\n\ndata\ndata: {RUN_FINISHED}\n\n");
-    let (out, _) = rewrite(bare.as_bytes(), Config::new(), Options::new(), 1);
-    // The bare line is an empty data line: the payload starts with '\n'.
-    assert_eq!(
-        String::from_utf8_lossy(&out),
-        format!("data: {RUN_STARTED}\n\ndata:\ndata: {RUN_FINISHED}\n\n")
-    );
+    // In one push (the fast path for bytes within a push) and in pieces.
+    for piece in [1, 5, 64, usize::MAX] {
+        let crlf =
+            format!("data: {RUN_STARTED}\r\nid: 1\r\n\r\n: x\r\rdata: {RUN_FINISHED}\r\r\n\r\n");
+        let (out, stats) = rewrite(crlf.as_bytes(), Config::new(), Options::new(), piece);
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            format!("data: {RUN_STARTED}\nid: 1\n\n: x\n\ndata: {RUN_FINISHED}\n\n\n"),
+            "pieces of {piece}"
+        );
+        assert_eq!(stats.relined, 3);
+        let bare = format!("data: {RUN_STARTED}\n\ndata\ndata: {RUN_FINISHED}\n\n");
+        let (out, _) = rewrite(bare.as_bytes(), Config::new(), Options::new(), piece);
+        // The bare line is an empty data line: the payload starts with '\n'.
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            format!("data: {RUN_STARTED}\n\ndata:\ndata: {RUN_FINISHED}\n\n"),
+            "pieces of {piece}"
+        );
+        let inner = format!("data: {RUN_STARTED}\n\nid: 2\ndata\ndata: {RUN_FINISHED}\n\n");
+        let (out, _) = rewrite(inner.as_bytes(), Config::new(), Options::new(), piece);
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            format!("data: {RUN_STARTED}\n\nid: 2\ndata:\ndata: {RUN_FINISHED}\n\n"),
+            "pieces of {piece}"
+        );
+    }
 }
 
 #[test]
