@@ -13,6 +13,10 @@
 
 mod run;
 
+// The global logger: defmt frames on semihosting stdout.
+#[cfg(feature = "defmt")]
+use defmt_semihosting as _;
+
 use core::fmt::{self, Write as _};
 
 use agui_stream::{EventType, Stage};
