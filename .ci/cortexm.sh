@@ -15,9 +15,11 @@ if ! defmt-print --version 2>/dev/null | grep -q ' 1\.0\.0'; then
 fi
 
 cd examples/cortex-m
+cargo fmt --check
+cargo clippy --release -- -D warnings
 elf=target/thumbv7em-none-eabihf/release/agui-cortex-m
 qemu=(timeout 60 qemu-system-arm -cpu cortex-m4 -machine mps2-an386 -nographic
-      -semihosting-config enable=on,target=native -kernel "$elf")
+      -semihosting-config enable=on,target=native -icount shift=0 -kernel "$elf")
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 

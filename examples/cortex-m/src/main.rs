@@ -294,7 +294,11 @@ fn firmware() -> bool {
                 if o == *want {
                     say!("  as expected");
                 } else {
-                    say!("  MISMATCH: expected verdict {} hash {:016x}", want.verdict, want.hash);
+                    say!(
+                        "  MISMATCH: expected verdict {} hash {:016x}",
+                        want.verdict,
+                        want.hash
+                    );
                     ok = false;
                 }
             }
@@ -356,7 +360,11 @@ fn firmware() -> bool {
         stack.worst[Call::PipelineFinish as usize],
         stack.worst[Call::RewriterPush as usize],
         stack.worst[Call::RewriterFinish as usize],
-        if stack.overflow { " (WINDOW EXCEEDED)" } else { "" }
+        if stack.overflow {
+            " (WINDOW EXCEEDED)"
+        } else {
+            ""
+        }
     );
     ok &= !stack.overflow;
     say!(
@@ -369,8 +377,10 @@ fn firmware() -> bool {
         2 * SPIN,
         spin_ticks
     );
-    let pipeline = ticks.ticks[Call::PipelinePush as usize] + ticks.ticks[Call::PipelineFinish as usize];
-    let rewriter = ticks.ticks[Call::RewriterPush as usize] + ticks.ticks[Call::RewriterFinish as usize];
+    let pipeline =
+        ticks.ticks[Call::PipelinePush as usize] + ticks.ticks[Call::PipelineFinish as usize];
+    let rewriter =
+        ticks.ticks[Call::RewriterPush as usize] + ticks.ticks[Call::RewriterFinish as usize];
     say!(
         "  SysTick over {total_bytes} input bytes: pipeline {pipeline} ticks, rewriter {rewriter} ticks"
     );
@@ -386,7 +396,14 @@ fn firmware() -> bool {
             r % 100
         );
     }
-    say!("{}", if ok { "all outcomes as expected" } else { "FAILED" });
+    say!(
+        "{}",
+        if ok {
+            "all outcomes as expected"
+        } else {
+            "FAILED"
+        }
+    );
     ok
 }
 
