@@ -450,6 +450,12 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         self.stages.config
     }
 
+    /// Ends the pipeline and gives its frame buffer back, for the next
+    /// stream: `Pipeline::sized(pipeline.into_buffer(), config)`.
+    pub fn into_buffer(self) -> &'b mut [u8] {
+        self.framer.into_buffer()
+    }
+
     /// Bytes read so far: the stream offset of the next pushed byte.
     pub fn offset(&self) -> u64 {
         self.framer.offset()

@@ -687,6 +687,24 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             .saturating_add(len.saturating_mul(per_block))
     }
 
+    /// Ends the rewriter and gives its frame and raw buffers back, for the
+    /// next stream, as a server does that keeps one pair per connection:
+    ///
+    /// ```
+    /// use agui_stream::{Config, rewrite::{Options, Rewriter}};
+    /// let (mut frames, mut raw) = ([0u8; 1024], [0u8; 1024]);
+    /// let mut rewriter = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+    /// let mut out = heapless::Vec::<u8, 8192>::new();
+    /// rewriter.push(b": first stream\n\n", &mut out)?;
+    /// let (frames, raw) = rewriter.into_buffers();
+    /// let next = Rewriter::new(frames, raw, Config::new(), Options::new());
+    /// assert_eq!(next.stats().bytes_in, 0);
+    /// # Ok::<(), agui_stream::rewrite::RewriteError>(())
+    /// ```
+    pub fn into_buffers(self) -> (&'b mut [u8], &'b mut [u8]) {
+        (self.pipeline.into_buffer(), self.raw)
+    }
+
     /// What went through so far.
     pub fn stats(&self) -> &Stats {
         &self.stats

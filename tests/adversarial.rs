@@ -1818,3 +1818,51 @@ fn streams_of_only_framing_noise_are_empty() {
         );
     }
 }
+
+// ------------------------------------------- hostile streams, for other hosts
+
+/// Every stream of `common::hostile` through the gateway rewriter (64 KiB
+/// buffers, as the wasm module and the Envoy filter have them, under the
+/// stop and the drop-and-close policies, in 1,460-byte pushes): it ends in
+/// a verdict, never an error, and its output holds whole blocks only. With
+/// `AGUI_HOSTILE_DIR` set, the streams are also written there as
+/// `NAME.sse`, for `scripts/envoy-e2e.sh`.
+#[test]
+fn write_hostile_streams() {
+    use agui_stream::rewrite::{OnViolation, Options, Rewriter};
+    let dir = std::env::var_os("AGUI_HOSTILE_DIR").map(std::path::PathBuf::from);
+    if let Some(dir) = &dir {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    let (mut frames, mut raw) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+    for (name, stream) in common::hostile::streams() {
+        for options in [
+            Options::new(),
+            Options::new()
+                .on_violation(OnViolation::Drop)
+                .close_open(true),
+        ] {
+            let mut rewriter = Rewriter::new(&mut frames, &mut raw, Config::new(), options);
+            let mut out = Vec::new();
+            for piece in stream.chunks(1460) {
+                let pushed = rewriter
+                    .push(piece, &mut out)
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+                if pushed.ended {
+                    break;
+                }
+                assert_eq!(pushed.read, piece.len(), "{name}");
+            }
+            rewriter
+                .finish(&mut out)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(
+                out.is_empty() || out.ends_with(b"\n\n"),
+                "{name}: a cut block"
+            );
+        }
+        if let Some(dir) = &dir {
+            std::fs::write(dir.join(format!("{name}.sse")), &stream).unwrap();
+        }
+    }
+}

@@ -463,6 +463,13 @@ impl<'b, S: SpillSink> Framer<'b, S> {
         self.buf
     }
 
+    /// Ends the framer and gives its buffer back (to start another stream
+    /// with it).
+    #[must_use]
+    pub fn into_buffer(self) -> &'b mut [u8] {
+        self.buf
+    }
+
     /// The spill sink.
     pub fn spill_sink(&self) -> &S {
         &self.spill

@@ -17,6 +17,7 @@ use agui_stream::{
 };
 
 pub mod canon;
+pub mod hostile;
 pub mod stand_ins;
 
 /// The pipeline's frame buffer: larger than any corpus frame.
