@@ -317,6 +317,7 @@ fn the_module_rewrites_every_stream_as_the_native_rewriter_does() {
     let mut plugin = Plugin::new(&wasm);
     let mut rng = Rng(0x5eed_a601);
     let mut files = common::sse_files(&common::conformance_dir());
+    assert!(files.len() > 200, "{} files", files.len());
     files.extend(common::sse_files(&common::corpus_dir().join("extra")));
     files.extend(common::sse_files(&common::real_dir()));
     let flag_sets = [
@@ -325,7 +326,6 @@ fn the_module_rewrites_every_stream_as_the_native_rewriter_does() {
         PASS | NO_REPAIR,
         CANONICAL | DROP_RAW | CHECK_TOOL_ARGS,
     ];
-    let mut runs = 0;
     for file in &files {
         let stream = common::read(file);
         let name = file.file_name().unwrap().to_string_lossy();
@@ -333,11 +333,9 @@ fn the_module_rewrites_every_stream_as_the_native_rewriter_does() {
             for flags in flag_sets {
                 let pieces = rng.pieces(stream.len());
                 compare(&mut plugin, &name, &stream, &pieces, dialect, flags);
-                runs += 1;
             }
         }
     }
-    assert!(runs > 2000, "{runs} runs");
 }
 
 #[test]

@@ -69,11 +69,11 @@ fn rich() -> Vec<u8> {
 
 /// The hostile streams, by name (a file name without `.sse`).
 pub fn streams() -> Vec<(String, Vec<u8>)> {
-    const DEEP: usize = 1_000_000;
+    const DEEP: usize = 300_000;
     let mut out: Vec<(String, Vec<u8>)> = Vec::new();
     let mut add = |name: &str, bytes: Vec<u8>| out.push((name.to_owned(), bytes));
 
-    // Nesting: a million levels of arrays and of objects in arrays.
+    // Nesting: 300,000 levels of arrays and of objects in arrays.
     let arrays = [vec![b'['; DEEP], vec![b']'; DEEP]].concat();
     add(
         "deep-arrays-snapshot",
@@ -107,41 +107,41 @@ pub fn streams() -> Vec<(String, Vec<u8>)> {
         )),
     );
 
-    // Sizes: a 10 MB delta, a 10 MB id, a 10 MB snapshot string, a frame
-    // of 200,000 data lines, a 1 MB line that never ends.
+    // Sizes: a 2 MB delta, id and snapshot string (32 times the buffers),
+    // a frame of 50,000 data lines, a 1 MB line that never ends.
     let mut big = frame(RUN_STARTED.as_bytes());
     big.extend(frame(start("m").as_bytes()));
     big.extend(frame(&with(
         r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":""#,
-        &text(10 << 20),
+        &text(2 << 20),
         r#""}"#,
     )));
     big.extend(frame(end("m").as_bytes()));
     big.extend(frame(RUN_FINISHED.as_bytes()));
-    add("ten-megabyte-delta", big);
+    add("two-megabyte-delta", big);
     add(
-        "ten-megabyte-id",
+        "two-megabyte-id",
         in_run(&with(
             r#"{"type":"TEXT_MESSAGE_START","messageId":""#,
-            &text(10 << 20),
+            &text(2 << 20),
             r#""}"#,
         )),
     );
     add(
-        "ten-megabyte-snapshot-string",
+        "two-megabyte-snapshot-string",
         in_run(&with(
             r#"{"type":"STATE_SNAPSHOT","snapshot":{"s":""#,
-            &text(10 << 20),
+            &text(2 << 20),
             r#""}}"#,
         )),
     );
     let mut lines = frame(RUN_STARTED.as_bytes());
     lines.extend_from_slice(b"data: {\"type\":\"STATE_SNAPSHOT\",\"snapshot\":[\n");
-    for _ in 0..200_000 {
+    for _ in 0..50_000 {
         lines.extend_from_slice(b"data: 1,\n");
     }
     lines.extend_from_slice(b"data: 1]}\n\n");
-    add("two-hundred-thousand-data-lines", lines);
+    add("fifty-thousand-data-lines", lines);
     let mut endless = frame(RUN_STARTED.as_bytes());
     endless.extend_from_slice(b"data: ");
     endless.extend_from_slice(&text(1 << 20));
@@ -211,9 +211,9 @@ pub fn streams() -> Vec<(String, Vec<u8>)> {
             .as_bytes(),
         ),
     );
-    let dup = r#""snapshot":1,"#.repeat(100_000);
+    let dup = r#""snapshot":1,"#.repeat(30_000);
     add(
-        "hundred-thousand-duplicate-keys",
+        "thirty-thousand-duplicate-keys",
         in_run(format!(r#"{{"type":"STATE_SNAPSHOT",{dup}"snapshot":2}}"#).as_bytes()),
     );
     add(
@@ -227,8 +227,8 @@ pub fn streams() -> Vec<(String, Vec<u8>)> {
 
     // Long runs and every capacity one past its limit.
     add(
-        "ten-thousand-tool-calls",
-        run_of((0..10_000).flat_map(|i| {
+        "three-thousand-tool-calls",
+        run_of((0..3_000).flat_map(|i| {
             [
                 format!(r#"{{"type":"TOOL_CALL_START","toolCallId":"c{i}","toolCallName":"f"}}"#),
                 format!(r#"{{"type":"TOOL_CALL_ARGS","toolCallId":"c{i}","delta":"{{}}"}}"#),
@@ -237,11 +237,11 @@ pub fn streams() -> Vec<(String, Vec<u8>)> {
             ]
         })),
     );
-    let messages: Vec<String> = (0..100_000)
+    let messages: Vec<String> = (0..30_000)
         .map(|i| format!(r#"{{"id":"m{i}","role":"user","content":"hi"}}"#))
         .collect();
     add(
-        "hundred-thousand-message-snapshot",
+        "thirty-thousand-message-snapshot",
         in_run(
             format!(
                 r#"{{"type":"MESSAGES_SNAPSHOT","messages":[{}]}}"#,
@@ -265,17 +265,16 @@ pub fn streams() -> Vec<(String, Vec<u8>)> {
         run_of((0..8).map(|i| start(&format!("{i}{}", "x".repeat(400))))),
     );
     add(
-        "a-hundred-thousand-tiny-events",
+        "thirty-thousand-tiny-events",
         [
             frame(RUN_STARTED.as_bytes()),
             frame(start("m").as_bytes()),
-            frame(br#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x"}"#)
-                .repeat(100_000),
-            b": ping\n\n".repeat(10_000),
+            frame(br#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x"}"#).repeat(30_000),
+            b": ping\n\n".repeat(3_000),
         ]
         .concat(),
     );
-    add("only-blank-lines", b"\n".repeat(100_000));
-    add("only-comments", b": x\n".repeat(100_000));
+    add("only-blank-lines", b"\n".repeat(30_000));
+    add("only-comments", b": x\n".repeat(30_000));
     out
 }
