@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""A loopback upstream for the Envoy end-to-end test (Python 3 stdlib only).
+
+    sse_upstream.py [--port N] KEY=DIR...
+
+Serves the files of each DIR (by name, under KEY) as `text/event-stream`,
+written in seeded random pieces (the seed is the request target, so a
+target always gets the same pieces), over HTTP/1.1 with one response per
+connection. Prints `listening on PORT` once bound (port 0: a free one).
+
+Routes (GET; `?` options):
+
+  /s/KEY/NAME        the file. mode=chunked (default) | length (content-length)
+                     | close (no length, no chunks: the body ends when the
+                     connection closes); split=N pieces of 1..N bytes (default
+                     1500); delay=MS sleep 1..MS ms before about half the
+                     pieces (default 2; 0 none); hold=MS sleep MS ms after the
+                     piece that completes the first block (the first `\n\n`)
+  /cut/KEY/NAME      the same, but only the first at=N bytes (default half),
+                     then the connection closes: chunked without its last
+                     chunk, length short of its content-length, close looking
+                     like a normal end; rst=1: a RST instead of a FIN
+  /gzip/KEY/NAME     the file gzip-compressed, content-encoding: gzip (at=N:
+                     only its first N bytes, compressed whole)
+  /json              a JSON document (content-length) echoing the request's
+                     method, target and accept-encoding
+  /weird             an event stream whose headers are odd: a second
+                     content-encoding line, a value with bytes over 0x7f
+  anything else      404
+"""
+
+import gzip
+import json
+import os
+import random
+import socket
+import socketserver
+import sys
+import time
+import urllib.parse
+
+
+DIRS = {}
+
+
+def read_file(key, name):
+    base = DIRS.get(key)
+    if base is None or "/" in name or name.startswith("."):
+        return None
+    path = os.path.join(base, name)
+    if not os.path.isfile(path):
+        return None
+    with open(path, "rb") as f:
+        return f.read()
+
+
+class Handler(socketserver.BaseRequestHandler):
+    def handle(self):
+        sock = self.request
+        sock.settimeout(30)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        head = b""
+        while b"\r\n\r\n" not in head:
+            part = sock.recv(65536)
+            if not part or len(head) > 65536:
+                return
+            head += part
+        text = head.split(b"\r\n\r\n", 1)[0].decode("latin-1")
+        lines = text.split("\r\n")
+        parts = lines[0].split(" ")
+        if len(parts) < 2:
+            return
+        method, target = parts[0], parts[1]
+        headers = {}
+        for line in lines[1:]:
+            if ":" in line:
+                k, v = line.split(":", 1)
+                headers[k.strip().lower()] = v.strip()
+        url = urllib.parse.urlsplit(target)
+        query = dict(urllib.parse.parse_qsl(url.query))
+        segments = url.path.strip("/").split("/")
+        route = segments[0]
+        try:
+            self.answer(sock, method, target, headers, route, segments[1:], query)
+        except (BrokenPipeError, ConnectionResetError, socket.timeout):
+            pass
+
+    def answer(self, sock, method, target, headers, route, rest, query):
+        if route == "json":
+            body = json.dumps(
+                {
+                    "method": method,
+                    "target": target,
+                    "accept_encoding": headers.get("accept-encoding", ""),
+                }
+            ).encode()
+            sock.sendall(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                b"content-length: %d\r\nx-upstream: yes\r\nconnection: close\r\n\r\n"
+                % len(body)
+                + body
+            )
+            return
+        if route == "weird":
+            body = b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+            sock.sendall(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                b"content-encoding: identity\r\ncontent-encoding: identity\r\n"
+                b"x-odd: caf\xe9 \xff\xfe\r\n"
+                b"content-length: %d\r\nconnection: close\r\n\r\n" % len(body)
+                + body
+            )
+            return
+        if route not in ("s", "cut", "gzip") or len(rest) != 2:
+            sock.sendall(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+            return
+        stream = read_file(rest[0], rest[1])
+        if stream is None:
+            sock.sendall(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+            return
+        if route == "gzip":
+            body = gzip.compress(stream[: int(query.get("at", len(stream)))], mtime=0)
+            sock.sendall(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                b"content-encoding: gzip\r\ncontent-length: %d\r\nconnection: close\r\n\r\n"
+                % len(body)
+                + body
+            )
+            return
+        mode = query.get("mode", "chunked")
+        split = max(1, int(query.get("split", "1500")))
+        delay = max(0, int(query.get("delay", "2")))
+        send = stream
+        if route == "cut":
+            send = stream[: int(query.get("at", len(stream) // 2))]
+        if mode == "chunked":
+            framing = b"transfer-encoding: chunked\r\n"
+        elif mode == "length":
+            framing = b"content-length: %d\r\n" % len(stream)
+        else:
+            framing = b""
+        sock.sendall(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
+            + framing
+            + b"cache-control: no-cache\r\nconnection: close\r\n\r\n"
+        )
+        rng = random.Random(target)
+        hold = int(query.get("hold", "0"))
+        first_block = send.find(b"\n\n")
+        at = 0
+        while at < len(send):
+            n = min(rng.randint(1, split), len(send) - at)
+            if delay and rng.random() < 0.5:
+                time.sleep(rng.randint(1, delay) / 1000)
+            piece = send[at : at + n]
+            if mode == "chunked":
+                piece = b"%x\r\n" % n + piece + b"\r\n"
+            sock.sendall(piece)
+            if hold and at <= first_block < at + n:
+                time.sleep(hold / 1000)
+            at += n
+        if route == "cut":
+            # Dies mid-body: the connection closes (a FIN, as when the
+            # process exits; rst=1: a RST, as when it crashes with input
+            # unread) without a proper end.
+            if query.get("rst") == "1":
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                sock.close()
+            return
+        if mode == "chunked":
+            sock.sendall(b"0\r\n\r\n")
+        sock.shutdown(socket.SHUT_WR)
+
+
+class Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+
+
+def main():
+    port = 0
+    args = sys.argv[1:]
+    while args:
+        a = args.pop(0)
+        if a == "--port":
+            port = int(args.pop(0))
+        elif "=" in a:
+            key, path = a.split("=", 1)
+            DIRS[key] = path
+        else:
+            sys.exit(__doc__)
+    server = Server(("127.0.0.1", port), Handler)
+    print("listening on %d" % server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
