@@ -57,6 +57,7 @@ mod check;
 mod error;
 mod event;
 mod event_type;
+mod fast;
 mod ids;
 mod input;
 mod output;

@@ -155,6 +155,10 @@ pub struct FrameInfo {
     /// TEXT_MESSAGE_CHUNK frame's START, CONTENT and END all say
     /// TEXT_MESSAGE_CHUNK.
     pub input_type: Option<EventType>,
+    /// No line of the frame's block ended in CR and none was a bare
+    /// `data` (false where unknown): the gateway forwards such a frame's
+    /// bytes without looking at them again.
+    pub(crate) plain: bool,
 }
 
 /// Receives events in stream order, and can push back.
@@ -360,9 +364,11 @@ macro_rules! run_frame {
         } else {
             let mut message = None;
             let no_stand_ins = StandIns::default();
-            let result = $pipeline
-                .stages
-                .frame(&$frame, no_stand_ins, None, $sink, &mut message);
+            let plain = $frame.plain;
+            let result =
+                $pipeline
+                    .stages
+                    .frame(&$frame, no_stand_ins, None, $sink, &mut message, plain);
             if let Some(m) = message {
                 let dialect = $pipeline.stages.config.dialect;
                 *$pipeline.framer.spill_sink_mut() = JsonState::Message(m, dialect);
@@ -487,7 +493,12 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         if let Some(e) = self.failed {
             return Err(e);
         }
-        let mut pos = 0;
+        // A push inside a spanning frame's data value is only copied.
+        let mut pos = match self.framer.absorb(bytes) {
+            Ok(took) if took == bytes.len() => return Ok(took),
+            Ok(took) => took,
+            Err(e) => return Err(self.stop(sse_error(e, self.framer.frames()))),
+        };
         loop {
             let frames_before = self.framer.frames();
             let flow = match self.framer.feed_block(bytes, &mut pos) {
@@ -560,7 +571,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                     let staged = spilled::staged(&reduced, buffer);
                     return self
                         .stages
-                        .frame(&frame, stand_ins, staged, sink, &mut None);
+                        .frame(&frame, stand_ins, staged, sink, &mut None, false);
                 }
                 too_large
             }
@@ -592,6 +603,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             spilled: true,
             stand_ins: StandIns::default(),
             input_type: None,
+            plain: false,
         };
         match self.framer.spill_sink() {
             JsonState::Message(m, _) if matches!(e.kind, ErrorKind::Json(_)) => {
@@ -725,6 +737,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
         staged: Option<Staged<'_>>,
         sink: &mut S,
         json: &mut Option<V8Message>,
+        plain: bool,
     ) -> Result<ControlFlow<()>, Error> {
         let policy = self.config.policy;
         let mut info = FrameInfo {
@@ -736,6 +749,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
             spilled: frame.spilled,
             stand_ins,
             input_type: None,
+            plain,
         };
         let decode_error = |e| {
             Error::from_decode(

@@ -43,6 +43,7 @@ use core::ops::ControlFlow;
 
 use crate::check::decode::decode;
 use crate::check::schema::Dialect;
+use crate::check::spilled::StandIns;
 use crate::check::verify::{Entity, Rule, RunPhase, Verifier};
 use crate::error::{Error, ErrorKind, Stage};
 use crate::event::Event;
@@ -207,7 +208,9 @@ pub struct Stats {
     /// Blocks larger than the raw buffer, forwarded piece by piece ahead
     /// of their verdict.
     pub streamed: u64,
-    /// Of those, blocks found bad at their end and cut for the client.
+    /// Blocks cut for the client: streamed ones found bad at their end or
+    /// needing re-encoding, and events that outgrew the frame buffer
+    /// (shown with stand-ins) but would have to be re-encoded.
     pub cut: u64,
 }
 
@@ -483,6 +486,42 @@ enum State {
     Ended,
 }
 
+/// The most bytes [`Forward::write_chunk`] gathers for one write: enough
+/// to make a write per block a write per dozen blocks, and below where
+/// `memcpy` switches to string moves (which cost more per byte on short
+/// copies than they save).
+const COALESCE: u64 = 2048;
+
+/// No bare `data` line starts in `chunk` after a LF or at its start (one
+/// at the start of a forwarded part is checked there, see
+/// [`Forward::forward`]).
+///
+/// Fast path: it used to search for `data` + LF, but `data` starts nearly
+/// every block, and a search for it (or for LF + `data` + LF) stops at
+/// every block; `a` + LF is rare in JSON lines (which end in `}`), and each
+/// one is then checked for a bare `data` line before it: at the start of
+/// `chunk` or after a LF (the only places, besides a part's start, where
+/// one can start in bytes without CR). `tests::plain_chunks_need_no_relining`
+/// compares it with `relines::needed` on every part of its chunks.
+fn no_bare_data(chunk: &[u8]) -> bool {
+    if !crate::fast::paths() {
+        return memchr::memmem::find(chunk, b"data\n").is_none();
+    }
+    no_bare_data_after_lf(chunk)
+}
+
+/// [`no_bare_data`]'s fast path.
+fn no_bare_data_after_lf(chunk: &[u8]) -> bool {
+    !memchr::memmem::find_iter(chunk, b"a\n").any(|i| {
+        let end = i.saturating_add(1);
+        let line = end.checked_sub(4).and_then(|start| {
+            let before = start.checked_sub(1).and_then(|b| chunk.get(b));
+            matches!(before, None | Some(b'\n')).then(|| chunk.get(start..end))?
+        });
+        line == Some(b"data")
+    })
+}
+
 /// A block-end scanner that runs ahead of the framer: where the next blank
 /// line is, so that the room a block needs is known before it is read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -756,9 +795,6 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             // Stopped before a block `out` has no room for.
             let mut held_up = false;
             let rest = input.get(pos..).unwrap_or_default();
-            let no_cr = memchr::memchr(b'\r', rest).is_none();
-            // No bare `data` line, which `data` and a LF would start.
-            let plain = no_cr && memchr::memmem::find(rest, b"data\n").is_none();
             if self.options.max_event_bytes == 0 && room >= self.push_bound(rest.len()) {
                 // Fast path, where the block-by-block scan below would read
                 // everything: room for the worst case of every block that
@@ -770,10 +806,14 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                         after_cr: last == b'\r',
                     };
                 }
-                self.run(rest, plain, out)?;
+                // Whether `rest` is plain is looked at only if a block
+                // needs it (`Forward::chunk_plain`).
+                self.run(rest, None, out)?;
                 pos = input.len();
                 continue;
             }
+            let no_cr = memchr::memchr(b'\r', rest).is_none();
+            let plain = no_cr && no_bare_data(rest);
             loop {
                 let rest = input.get(end..).unwrap_or_default();
                 if rest.is_empty() {
@@ -836,7 +876,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             }
             self.scan = scan;
             let chunk = input.get(pos..end).unwrap_or_default();
-            self.run(chunk, plain, out)?;
+            self.run(chunk, Some(plain), out)?;
             pos = end;
             if held_up && self.state == State::Open {
                 return Ok(Pushed {
@@ -916,7 +956,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         let base = self.pipeline.offset();
         let mut stop = Stop::new();
         let (result, failed) =
-            self.with_forward(&[], false, base, out, &mut stop, |pipeline, sink| {
+            self.with_forward(&[], Some(false), base, out, &mut stop, |pipeline, sink| {
                 let result = pipeline.finish(sink);
                 if result.is_ok() && !sink.stop.stopped() {
                     sink.rest(base);
@@ -950,11 +990,12 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
 
     /// Runs `chunk` (whole blocks, or a last block that goes on) through the
     /// pipeline, and keeps what is not accounted for in the raw buffer.
-    /// Pushes `chunk`; `plain` as [`Forward::chunk_plain`].
+    /// Pushes `chunk`; `plain` as [`Forward::chunk_plain`] (`None`: not
+    /// known yet).
     fn run<W: Write + ?Sized>(
         &mut self,
         chunk: &[u8],
-        plain: bool,
+        plain: Option<bool>,
         out: &mut W,
     ) -> Result<(), RewriteError> {
         let base = self.pipeline.offset();
@@ -986,11 +1027,12 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                 self.stats.streamed = self.stats.streamed.saturating_add(1);
             }
             let mut stop = Stop::new();
-            let (_, failed) = self.with_forward(chunk, false, base, out, &mut stop, |_, sink| {
-                let from = sink.gap_start();
-                sink.forward(from, upto);
-                *sink.accounted = upto;
-            });
+            let (_, failed) =
+                self.with_forward(chunk, Some(false), base, out, &mut stop, |_, sink| {
+                    let from = sink.gap_start();
+                    sink.forward(from, upto);
+                    *sink.accounted = upto;
+                });
             self.streamed = upto;
             if failed {
                 self.state = State::Ended;
@@ -1022,7 +1064,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
     fn with_forward<W: Write + ?Sized, T>(
         &mut self,
         chunk: &[u8],
-        chunk_plain: bool,
+        chunk_plain: Option<bool>,
         base: u64,
         out: &mut W,
         stop: &mut Stop,
@@ -1049,8 +1091,10 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             filter: &mut self.filter,
             streamed: &mut self.streamed,
             frame_streamed: false,
+            pending: (0, 0),
         };
         let result = f(&mut self.pipeline, &mut sink);
+        sink.flush();
         (result, sink.failed)
     }
 
@@ -1320,9 +1364,11 @@ struct Forward<'a, W: ?Sized> {
     /// The bytes pushed now, from stream offset `base`.
     chunk: &'a [u8],
     base: u64,
-    /// `chunk` has no CR and no `data` followed by a LF: see
-    /// [`Forward::forward`]'s fast path.
-    chunk_plain: bool,
+    /// `chunk` has no CR and no bare `data` line ([`no_bare_data`]): see
+    /// [`Forward::forward`]'s fast path. `None` until a block needs it
+    /// (most blocks are plain frames that [`Forward::forwarded_as_is`]
+    /// takes: the chunk is then never looked at).
+    chunk_plain: Option<bool>,
     accounted: &'a mut u64,
     after_cr: &'a mut bool,
     stats: &'a mut Stats,
@@ -1338,22 +1384,80 @@ struct Forward<'a, W: ?Sized> {
     /// went out so.
     streamed: &'a mut u64,
     frame_streamed: bool,
+    /// Stream bytes `start..end` of `chunk` forwarded as they are but not
+    /// yet written: consecutive blocks go out in one write (see
+    /// [`Forward::write_chunk`]); [`Forward::flush`] writes them before
+    /// anything else is written, and `with_forward` before it returns.
+    pending: (u64, u64),
 }
 
 impl<'a, W: Write + ?Sized> Forward<'a, W> {
+    /// Whether `chunk` is plain (see the field), looked at once.
+    fn chunk_plain(&mut self) -> bool {
+        let chunk = self.chunk;
+        *self
+            .chunk_plain
+            .get_or_insert_with(|| memchr::memchr(b'\r', chunk).is_none() && no_bare_data(chunk))
+    }
+
+    /// Fast path for blocks forwarded as they are: the chunk's bytes
+    /// `a..b` (clamped to it, as [`Forward::parts`] does) join the pending
+    /// ones if they follow them, so a push's unchanged blocks go out in one
+    /// write instead of one each. The output is the same bytes in the same
+    /// order: every other write flushes first. `bytes_out` counts them now,
+    /// as a write would. `tests::gateway_fast_paths_match_general_path`
+    /// compares it with writing each block.
+    #[inline(always)]
+    fn write_chunk(&mut self, a: u64, b: u64) {
+        let end = self.base.saturating_add(self.chunk.len() as u64);
+        // `clamp` without its panic path (`base <= end` always).
+        let (a, b) = (a.max(self.base).min(end), b.max(self.base).min(end));
+        if self.failed || a >= b {
+            return;
+        }
+        if !crate::fast::paths() {
+            let at = |x: u64| x.saturating_sub(self.base) as usize;
+            let chunk = self.chunk;
+            self.write(chunk.get(at(a)..at(b)).unwrap_or_default());
+            return;
+        }
+        if self.pending.1 != a || b.saturating_sub(self.pending.0) > COALESCE {
+            self.flush();
+            self.pending = (a, a);
+        }
+        self.pending.1 = b;
+        self.stats.bytes_out = self.stats.bytes_out.saturating_add(b.saturating_sub(a));
+    }
+
+    /// Writes the pending bytes (see [`Forward::write_chunk`]).
+    #[inline(never)]
+    fn flush(&mut self) {
+        let (a, b) = core::mem::take(&mut self.pending);
+        if a >= b || self.failed {
+            return;
+        }
+        let at = |x: u64| x.saturating_sub(self.base) as usize;
+        let bytes = self.chunk.get(at(a)..at(b)).unwrap_or_default();
+        if self.out.write_bytes(bytes).is_err() {
+            self.failed = true;
+        }
+    }
+
     /// Stream bytes `a..b`: the part in the raw buffer, then the part in
     /// the chunk.
     fn parts(&self, a: u64, b: u64) -> [&'a [u8]; 2] {
         let (raw, chunk) = (self.raw, self.chunk);
         let slice = |bytes: &'a [u8], start: u64| {
             let end = start.saturating_add(bytes.len() as u64);
-            let at = |x: u64| x.clamp(start, end).saturating_sub(start) as usize;
+            // `clamp` without its panic path (`start <= end`).
+            let at = |x: u64| x.max(start).min(end).saturating_sub(start) as usize;
             bytes.get(at(a)..at(b)).unwrap_or_default()
         };
         [slice(raw, self.raw_start), slice(chunk, self.base)]
     }
 
     fn write(&mut self, bytes: &[u8]) {
+        self.flush();
         if self.failed || bytes.is_empty() {
             return;
         }
@@ -1368,9 +1472,14 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
     /// Writes stream bytes `a..b` as they are, or with LF line ends if the
     /// reference client could not read them (then returns true).
     fn forward(&mut self, a: u64, b: u64) -> bool {
+        if a >= b && !*self.after_cr {
+            // Nothing to write (the gap before most blocks), and no CR
+            // state to settle: what the fast path below answers.
+            return false;
+        }
         let parts = self.parts(a, b);
         let [x, y] = parts;
-        if x.is_empty() && !*self.after_cr && (y.is_empty() || self.chunk_plain) {
+        if x.is_empty() && !*self.after_cr && (y.is_empty() || self.chunk_plain()) {
             // Fast path, the same answer as `relines::needed`: bytes wholly
             // in a plain chunk have no CR, and a bare `data` line in them
             // would be at their start or after a LF in the chunk.
@@ -1380,7 +1489,7 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
             if !y.starts_with(b"data\n")
                 && (self.stats.bytes_out > 0 || !y.starts_with(b"\xEF\xBB\xBF"))
             {
-                self.write(y);
+                self.write_chunk(a, b);
                 return false;
             }
         }
@@ -1389,6 +1498,7 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
             // start of the output: a blank line keeps them a line's.
             self.write(b"\n");
         }
+        self.flush();
         let skip_lf = core::mem::replace(self.after_cr, false);
         if relines::needed(parts, skip_lf) {
             let mut out = Counted {
@@ -1430,6 +1540,47 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
             }
         }
         from
+    }
+
+    /// Fast path for the event of an unchanged frame that follows the
+    /// last one written, wholly in the chunk: what [`Forward::begin`] (no
+    /// gap to forward) and [`Forward::frame_bytes`] (the bytes as they are)
+    /// do for it, without their general checks; returns false, having done
+    /// nothing, for anything else. It assumes (and checks) the first event
+    /// of an original, terminated, not streamed frame that the framer found
+    /// plain ([`FrameInfo::plain`]: no CR, no bare `data` line, so nothing to
+    /// re-line, without looking at the chunk), no option that re-encodes or
+    /// drops events, no CR before it and output already started (so no BOM
+    /// question). `tests::gateway_fast_paths_match_general_path` compares
+    /// the output and statistics with the general path's.
+    #[inline(always)]
+    fn forwarded_as_is(&mut self, info: &FrameInfo) -> bool {
+        let chunk_end = self.base.saturating_add(self.chunk.len() as u64);
+        let passthrough = !self.options.canonical
+            && !self.options.drop_raw
+            && self.filter.is_empty()
+            && crate::fast::paths();
+        if !(passthrough
+            && info.original
+            && info.terminated
+            && info.plain
+            && !*self.after_cr
+            && self.stats.bytes_out > 0
+            && self.frame != Some(info.index)
+            && *self.accounted == info.start
+            && *self.streamed <= info.start
+            && info.start >= self.base
+            && info.end <= chunk_end)
+        {
+            return false;
+        }
+        self.frame = Some(info.index);
+        self.frame_written = true;
+        self.frame_streamed = false;
+        *self.accounted = info.end;
+        self.write_chunk(info.start, info.end);
+        self.count(false);
+        true
     }
 
     /// Before the first output of frame `info`: the bytes before it.
@@ -1518,58 +1669,18 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
 }
 
 impl<W: Write + ?Sized> Sink for Forward<'_, W> {
+    /// The fast path ([`Forward::forwarded_as_is`]) inline, where the
+    /// pipeline calls the sink; the rest out of line.
+    #[inline(always)]
     fn event(&mut self, event: &Event<'_>, frame: &FrameInfo) -> ControlFlow<()> {
-        if self.stop.stopped() {
-            return ControlFlow::Break(());
-        }
-        self.begin(frame);
-        self.stats.events = self.stats.events.saturating_add(1);
-        count_in(&mut self.stats.events_in, event.event_type().index());
-        if self.frame_streamed
-            && (!frame.original
-                || self.options.canonical
-                || !self.filter.is_empty()
-                || (self.options.drop_raw
-                    && (event.event_type() == EventType::Raw
-                        || event.get(Key::RawEvent).is_some())))
-        {
-            return self.cut_unencodable();
-        }
-        if !self.filter.is_empty() {
-            match self.filter.check(event) {
-                Filtered::Keep => {}
-                Filtered::Drop => {
-                    self.stats.tool_events_dropped =
-                        self.stats.tool_events_dropped.saturating_add(1);
-                    return ControlFlow::Continue(());
-                }
-                Filtered::Full => {
-                    let message = "more calls to denied tools in this run than the filter holds";
-                    self.stop.set_code("AGUI_STREAM_CAPACITY", &message);
-                    return ControlFlow::Break(());
-                }
-            }
-        }
-        let mut event = *event;
-        if self.options.drop_raw {
-            if event.event_type() == EventType::Raw {
-                self.stats.raw_dropped = self.stats.raw_dropped.saturating_add(1);
-                return ControlFlow::Continue(());
-            }
-            if event.get(Key::RawEvent).is_some() {
-                event.set(Key::RawEvent, None);
-                self.stats.raw_dropped = self.stats.raw_dropped.saturating_add(1);
-                count_in(&mut self.stats.events_out, event.event_type().index());
-                // Re-encoded without it.
-                return self.encoded(&event);
-            }
-        }
-        count_in(&mut self.stats.events_out, event.event_type().index());
-        if frame.original && !self.options.canonical {
-            self.frame_bytes(frame);
+        if !self.stop.stopped() && self.forwarded_as_is(frame) {
+            let ty = event.event_type().index();
+            self.stats.events = self.stats.events.saturating_add(1);
+            count_in(&mut self.stats.events_in, ty);
+            count_in(&mut self.stats.events_out, ty);
             return ControlFlow::Continue(());
         }
-        self.encoded(&event)
+        self.event_general(event, frame)
     }
 
     fn violation(
@@ -1658,8 +1769,82 @@ impl<W: Write + ?Sized> Sink for Forward<'_, W> {
 }
 
 impl<W: Write + ?Sized> Forward<'_, W> {
+    /// [`Sink::event`] past its fast path.
+    #[inline(never)]
+    fn event_general(&mut self, event: &Event<'_>, frame: &FrameInfo) -> ControlFlow<()> {
+        if self.stop.stopped() {
+            return ControlFlow::Break(());
+        }
+        self.begin(frame);
+        self.stats.events = self.stats.events.saturating_add(1);
+        count_in(&mut self.stats.events_in, event.event_type().index());
+        if self.frame_streamed
+            && (!frame.original
+                || self.options.canonical
+                || !self.filter.is_empty()
+                || (self.options.drop_raw
+                    && (event.event_type() == EventType::Raw
+                        || event.get(Key::RawEvent).is_some())))
+        {
+            return self.cut_unencodable();
+        }
+        if frame.stand_ins != StandIns::default()
+            && (!frame.original
+                || self.options.canonical
+                || (self.options.drop_raw
+                    && event.event_type() != EventType::Raw
+                    && event.get(Key::RawEvent).is_some()))
+        {
+            // The frame outgrew the frame buffer: its event shows members
+            // that did not fit as stand-ins, and an encoder would write
+            // those, not the real values. Nothing of it was written.
+            self.stats.cut = self.stats.cut.saturating_add(1);
+            let message = "an event larger than the frame buffer cannot be re-encoded";
+            self.stop.set_code("AGUI_STREAM_CAPACITY", &message);
+            return ControlFlow::Break(());
+        }
+        if !self.filter.is_empty() {
+            match self.filter.check(event) {
+                Filtered::Keep => {}
+                Filtered::Drop => {
+                    self.stats.tool_events_dropped =
+                        self.stats.tool_events_dropped.saturating_add(1);
+                    return ControlFlow::Continue(());
+                }
+                Filtered::Full => {
+                    let message = "more calls to denied tools in this run than the filter holds";
+                    self.stop.set_code("AGUI_STREAM_CAPACITY", &message);
+                    return ControlFlow::Break(());
+                }
+            }
+        }
+        if self.options.drop_raw {
+            if event.event_type() == EventType::Raw {
+                self.stats.raw_dropped = self.stats.raw_dropped.saturating_add(1);
+                return ControlFlow::Continue(());
+            }
+            if event.get(Key::RawEvent).is_some() {
+                let mut event = *event;
+                event.set(Key::RawEvent, None);
+                self.stats.raw_dropped = self.stats.raw_dropped.saturating_add(1);
+                count_in(&mut self.stats.events_out, event.event_type().index());
+                // Re-encoded without it.
+                return self.encoded(&event);
+            }
+        }
+        count_in(&mut self.stats.events_out, event.event_type().index());
+        if frame.original && !self.options.canonical {
+            self.frame_bytes(frame);
+            return ControlFlow::Continue(());
+        }
+        self.encoded(event)
+    }
+}
+
+impl<W: Write + ?Sized> Forward<'_, W> {
     /// Writes `event` with the encoder, as `data: {json}`.
     fn encoded(&mut self, event: &Event<'_>) -> ControlFlow<()> {
+        self.flush();
         let mut out = Counted {
             out: &mut *self.out,
             bytes: &mut self.stats.bytes_out,
@@ -1864,18 +2049,19 @@ mod tests {
     /// need no re-lining, wherever they start and end.
     #[test]
     fn plain_chunks_need_no_relining() {
-        let chunks: [&[u8]; 6] = [
+        let chunks: [&[u8]; 8] = [
             b"data: a\n\ndata\n\n",
             b"data\n\ndata: b\n\n",
             b"xdata\n\n: data\ndata:\n\n",
             b"data: a\r\n\r\n",
             b"id: 1\ndata\ndata: x\n\n",
             b"data: {\"a\":\"data\"}\n\n",
+            b"data: {\"a\":\"\ndata\n\n",
+            b": x\ndata\n\n",
         ];
         // What `Rewriter::push` finds.
-        let plain = |chunk: &[u8]| {
-            !chunk.contains(&b'\r') && memchr::memmem::find(chunk, b"data\n").is_none()
-        };
+        // The fast path's answer (whatever the switch of `crate::fast`).
+        let plain = |chunk: &[u8]| !chunk.contains(&b'\r') && no_bare_data_after_lf(chunk);
         for chunk in chunks {
             let plain = plain(chunk);
             for a in 0..=chunk.len() {
@@ -1887,7 +2073,134 @@ mod tests {
                 }
             }
         }
-        assert!(plain(chunks[5]) && !plain(chunks[2]));
+        // `xdata` and `: data` are no bare `data` lines.
+        assert!(plain(chunks[5]) && plain(chunks[2]));
         assert!(!plain(chunks[0]) && !plain(chunks[1]) && !plain(chunks[3]) && !plain(chunks[4]));
+        assert!(!plain(chunks[6]) && !plain(chunks[7]));
+    }
+
+    /// The gateway's fast paths (a block forwarded as it is, writes
+    /// gathered over consecutive blocks, the search for bare `data` lines)
+    /// give the general path's output, statistics and results on every
+    /// corpus stream, in both dialects, under each option, in pushes of
+    /// several sizes, into a growing writer and into a small drained one.
+    #[test]
+    #[cfg_attr(miri, ignore = "the whole corpus")]
+    fn gateway_fast_paths_match_general_path() {
+        extern crate std;
+        use crate::Dialect;
+        use crate::output::encode::SliceWriter;
+        use std::format;
+        use std::string::String;
+        use std::vec::Vec;
+
+        fn run(
+            stream: &[u8],
+            config: Config,
+            options: Options,
+            deny: bool,
+            piece: usize,
+            room: Option<usize>,
+        ) -> (Vec<u8>, String) {
+            let (mut frames, mut raw) = ([0u8; 4096], [0u8; 4096]);
+            let mut r = Rewriter::new(&mut frames, &mut raw, config, options);
+            if deny {
+                r.deny_tool("search").expect("room for a name");
+            }
+            let mut all = Vec::new();
+            let mut log = String::new();
+            let mut slice = std::vec![0u8; room.unwrap_or(0)];
+            for chunk in stream.chunks(piece.max(1)) {
+                let mut at = 0;
+                while at < chunk.len() {
+                    let rest = &chunk[at..];
+                    let pushed = match room {
+                        None => r.push(rest, &mut all),
+                        Some(_) => {
+                            let mut out = SliceWriter::new(&mut slice);
+                            let pushed = r.push(rest, &mut out);
+                            all.extend_from_slice(out.written());
+                            pushed
+                        }
+                    };
+                    log.push_str(&format!("{pushed:?};"));
+                    match pushed {
+                        Ok(p) if p.read > 0 => at += p.read,
+                        _ => break,
+                    }
+                }
+            }
+            let finished = match room {
+                None => r.finish(&mut all).map(|s| s.is_some()),
+                Some(_) => {
+                    let mut out = SliceWriter::new(&mut slice);
+                    let f = r.finish(&mut out).map(|s| s.is_some());
+                    all.extend_from_slice(out.written());
+                    f
+                }
+            };
+            log.push_str(&format!("{finished:?};{:?}", r.stats()));
+            (all, log)
+        }
+
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+        let mut files = Vec::new();
+        for dir in ["conformance", "extra", "real"] {
+            let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+                continue;
+            };
+            files.extend(
+                entries
+                    .filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "sse")),
+            );
+        }
+        files.sort();
+        assert!(files.len() > 100, "the corpus is there");
+        let mut streams: Vec<Vec<u8>> =
+            files.iter().filter_map(|f| std::fs::read(f).ok()).collect();
+        // Shapes at the fast paths' edges: a bare `data` line after a LF
+        // and at a chunk's start, `a` + LF in a value, CRs, a BOM.
+        streams.push(b"data\n\ndata: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n: a\ndata\n\n".to_vec());
+        streams.push(b"\xEF\xBB\xBFdata: {\"type\":\"RUN_STARTED\",\"threadId\":\"a\n\n\",\"runId\":\"r\"}\r\n\r\ndata: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n".to_vec());
+        let options = [
+            (Options::new(), false),
+            (Options::new().on_violation(OnViolation::Pass), false),
+            (
+                Options::new()
+                    .on_violation(OnViolation::Drop)
+                    .close_open(true),
+                false,
+            ),
+            (Options::new().canonical(true), false),
+            (Options::new().drop_raw(true), false),
+            (Options::new(), true),
+        ];
+        // Small pushes and one push into a growing writer, 1,460-byte ones
+        // into a small writer; V0 with the default options only.
+        let shapes = [(7, None), (usize::MAX, None), (1460, Some(8192))];
+        for stream in &streams {
+            for dialect in [Dialect::V1, Dialect::V0] {
+                let config = Config::new().dialect(dialect);
+                let options = match dialect {
+                    Dialect::V1 => &options[..],
+                    Dialect::V0 => &options[..1],
+                };
+                for &(opts, deny) in options {
+                    for (piece, room) in shapes {
+                        let fast = run(stream, config, opts, deny, piece, room);
+                        let general = crate::fast::general_only(|| {
+                            run(stream, config, opts, deny, piece, room)
+                        });
+                        assert!(
+                            fast == general,
+                            "{} {dialect:?} {opts:?} {piece} {room:?}",
+                            String::from_utf8_lossy(&stream[..stream.len().min(200)])
+                        );
+                    }
+                }
+            }
+        }
     }
 }

@@ -746,3 +746,43 @@ fn blocks_streamed_one_after_another_come_out_once() {
         assert_eq!(stats.streamed, 3);
     }
 }
+
+/// A chunk frame that outgrew the frame buffer is shown with stand-ins
+/// (`metadata` emptied here); its expansion must be encoded, and an encoder
+/// would write the stand-ins: the stream stops with a capacity error
+/// instead of forwarding `"metadata":{}` (a fuzz find, 64-byte buffers, the
+/// frame split over two pushes).
+#[test]
+fn an_event_with_stand_ins_is_never_re_encoded() {
+    let stream = concat!(
+        "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n",
+        "data: {\"type\":\"TEXT_MESSAGE_CHUNK\",\"messageId\":\"m1\",\"delta\":\"a\"}\n\n",
+        "data: {\"type\":\"TEXT_MESSAGE_CHUNK\",\"metadata\":{\"k\":1},\"rawEvent\":{\"y\":2}}\n\n",
+        "data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n",
+    )
+    .as_bytes();
+    let split = stream.len() - 80;
+    let (mut frames, mut raw) = ([0u8; 64], [0u8; 1024]);
+    let mut rewriter = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+    let mut out = Vec::new();
+    for piece in [&stream[..split], &stream[split..]] {
+        rewriter.push(piece, &mut out).unwrap();
+    }
+    rewriter.finish(&mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(!text.contains("\"metadata\":{}"), "{text}");
+    assert!(
+        text.ends_with(
+            "data: {\"type\":\"RUN_ERROR\",\"message\":\"an event larger than the frame buffer cannot be re-encoded\",\"code\":\"AGUI_STREAM_CAPACITY\"}\n\n"
+        ),
+        "{text}"
+    );
+    assert_eq!(rewriter.stats().cut, 1);
+    // With a frame buffer that holds it, the same pushes expand it whole.
+    let (whole, _) = rewrite(stream, Config::new(), Options::new(), split);
+    assert!(
+        String::from_utf8(whole)
+            .unwrap()
+            .contains("\"metadata\":{\"k\":1}")
+    );
+}

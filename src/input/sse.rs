@@ -10,6 +10,113 @@ use core::fmt;
 
 use memchr::{memchr, memchr2};
 
+/// Below this many bytes [`line_end`] looks without `memchr2`, whose setup
+/// (CPU dispatch, a vector-length check, then a byte loop anyway for short
+/// slices) costs more than the look itself, and small pushes hand the framer
+/// such slices over and over.
+const SHORT_SCAN: usize = 16;
+
+/// The first CR or LF in `bytes`: `memchr2(b'\n', b'\r', bytes)`.
+///
+/// Fast path: it assumes nothing about `bytes`. A slice shorter than
+/// [`SHORT_SCAN`] is read as two words that overlap (8 bytes each for 8 to
+/// 15 bytes, 4 for 4 to 7; a byte loop below that): when the first word has
+/// no line end, the first one in the second is the first of the slice
+/// (`tests::line_end_agrees_with_memchr2` compares it with `memchr2` at
+/// every length and position).
+#[inline(always)]
+fn line_end(bytes: &[u8]) -> Option<usize> {
+    let n = bytes.len();
+    if n >= SHORT_SCAN {
+        return memchr2(b'\n', b'\r', bytes);
+    }
+    if n >= 8 {
+        let (a, b) = (word::<8>(bytes, 0), word::<8>(bytes, n.saturating_sub(8)));
+        let a = eol_bytes(u64::from_le_bytes(a));
+        if a != 0 {
+            return Some(first_marked(a));
+        }
+        let b = eol_bytes(u64::from_le_bytes(b));
+        return (b != 0).then(|| n.saturating_sub(8).saturating_add(first_marked(b)));
+    }
+    if n >= 4 {
+        let (a, b) = (word::<4>(bytes, 0), word::<4>(bytes, n.saturating_sub(4)));
+        let a = eol_bytes(u64::from(u32::from_le_bytes(a)) | HIGH_FILL);
+        if a != 0 {
+            return Some(first_marked(a));
+        }
+        let b = eol_bytes(u64::from(u32::from_le_bytes(b)) | HIGH_FILL);
+        return (b != 0).then(|| n.saturating_sub(4).saturating_add(first_marked(b)));
+    }
+    bytes.iter().position(|&c| c == b'\n' || c == b'\r')
+}
+
+/// `dst.copy_from_slice(src)` (the lengths are equal).
+///
+/// Fast path: a copy shorter than [`SHORT_SCAN`] is done as two fixed-size
+/// copies that overlap (8 bytes each for 8 to 15 bytes, 4 for 4 to 7; byte
+/// by byte below that) instead of a call to `memcpy`, which small pushes
+/// make over and over. It assumes the lengths are equal, as
+/// `copy_from_slice` does (`tests::copy_agrees_with_copy_from_slice`).
+#[inline(always)]
+fn copy(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    if n >= SHORT_SCAN || dst.len() != n {
+        dst.copy_from_slice(src);
+    } else if n >= 8 {
+        put::<8>(dst, 0, word(src, 0));
+        put::<8>(dst, n.saturating_sub(8), word(src, n.saturating_sub(8)));
+    } else if n >= 4 {
+        put::<4>(dst, 0, word(src, 0));
+        put::<4>(dst, n.saturating_sub(4), word(src, n.saturating_sub(4)));
+    } else {
+        for (d, s) in dst.iter_mut().zip(src) {
+            *d = *s;
+        }
+    }
+}
+
+/// Writes `w` at `dst[at..at + N]` (nothing if out of range, which the
+/// callers rule out).
+#[inline(always)]
+fn put<const N: usize>(dst: &mut [u8], at: usize, w: [u8; N]) {
+    if let Some(d) = dst.get_mut(at..).and_then(|d| d.first_chunk_mut::<N>()) {
+        *d = w;
+    }
+}
+
+/// The byte index of the lowest high bit set in `marks` (not 0).
+#[inline(always)]
+const fn first_marked(marks: u64) -> usize {
+    (marks.trailing_zeros() / 8) as usize
+}
+
+/// Fills the upper four bytes of a word read from four, with bytes that are
+/// neither CR nor LF.
+const HIGH_FILL: u64 = 0x2020_2020_0000_0000;
+
+/// `bytes[at..at + N]` (zeros if out of range, which the callers rule out).
+#[inline(always)]
+fn word<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
+    bytes
+        .get(at..)
+        .and_then(|b| b.first_chunk::<N>())
+        .copied()
+        .unwrap_or([0; N])
+}
+
+/// The high bit of each byte of `w` that is CR or LF, and possibly of bytes
+/// above the first such one (borrows), never below it: the lowest bit set
+/// marks the first.
+#[inline(always)]
+const fn eol_bytes(w: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let lf = w ^ 0x0a0a_0a0a_0a0a_0a0a;
+    let cr = w ^ 0x0d0d_0d0d_0d0d_0d0d;
+    (lf.wrapping_sub(ONES) & !lf | cr.wrapping_sub(ONES) & !cr) & HIGH
+}
+
 /// Capacity in bytes of the inline storage for `event` and `id` values; longer values are
 /// reported as [`FieldValue::TooLong`].
 pub const SSE_FIELD_CAPACITY: usize = 64;
@@ -97,6 +204,9 @@ pub struct Frame<'a> {
     pub event: FieldValue<'a>,
     /// The last event ID (persists across frames until changed; an `id` value containing NUL is ignored).
     pub id: FieldValue<'a>,
+    /// See [`Framer::plain`]: no line of the block ended in CR, and none
+    /// was a bare `data`.
+    pub(crate) plain: bool,
 }
 
 /// What [`Framer::feed_block`] reads: a frame, or a block of lines that
@@ -300,6 +410,8 @@ struct Dispatch {
     event: Stored,
     id: Stored,
     id_in_b: bool,
+    /// See [`Framer::plain`].
+    plain: bool,
 }
 
 /// What the scan stopped at.
@@ -374,6 +486,12 @@ pub struct Framer<'b, S = Refuse> {
     bom: u8,
     /// The previous push ended in CR: a leading LF belongs to it.
     pending_cr: bool,
+    /// No line since the last block was dispatched ended in CR, and none
+    /// was a bare `data` (so the block's bytes read the same to a client
+    /// that splits only on LF and knows no bare `data`: the gateway forwards
+    /// such a frame without looking at it again). Whatever the splits,
+    /// since every line end is found once, by whichever path.
+    plain: bool,
     event: Stored,
     /// The committed last event ID, held in `id_b` if `id_in_b`, else in `id_a`.
     id: Stored,
@@ -440,6 +558,7 @@ impl<'b, S: SpillSink> Framer<'b, S> {
             line: Line::Start,
             bom: 0,
             pending_cr: false,
+            plain: true,
             event: Stored::Absent,
             id: Stored::Absent,
             id_pending: Stored::Absent,
@@ -591,6 +710,11 @@ impl<'b, S: SpillSink> Framer<'b, S> {
                 }
                 return Ok(None);
             };
+            let took = self.continue_value(rest, cur.at(at))?;
+            if took > 0 {
+                *i = at.saturating_add(took);
+                continue;
+            }
             if self.bom < BOM_DONE {
                 if BOM.get(usize::from(self.bom)) == Some(&first) {
                     self.bom = self.bom.saturating_add(1);
@@ -611,7 +735,21 @@ impl<'b, S: SpillSink> Framer<'b, S> {
                     continue;
                 }
             }
-            let found = memchr2(b'\n', b'\r', rest);
+            if first == b'\n'
+                && self.line == Line::Start
+                && self.mode == Mode::Buffered
+                && crate::fast::paths()
+            {
+                // Fast path: the blank line that ends a spanning frame. What
+                // `scan` (nothing, at a line start) and `end_line` (dispatch
+                // a block with data) would do; no CR is pending here (handled
+                // just above). `tests::value_fast_path_matches_general_path`.
+                crate::work::add(1);
+                let e = at.saturating_add(1);
+                *i = e;
+                return Ok(Some(Step::Frame(self.take(cur.at(e), true))));
+            }
+            let found = line_end(rest);
             if let Some(d) = found.and_then(|k| self.whole_data_block(rest, k, at, cur)) {
                 *i = at.saturating_add(d.len);
                 return Ok(Some(Step::Frame(d.dispatch)));
@@ -622,17 +760,97 @@ impl<'b, S: SpillSink> Framer<'b, S> {
                     let e = at.saturating_add(k);
                     self.scan(input, at, e, true, cur)?;
                     self.pending_cr = input.get(e) == Some(&b'\r');
+                    if self.pending_cr {
+                        self.plain = false;
+                    }
                     *i = e.saturating_add(1);
                     if let Some(d) = self.end_line(input, e, cur)? {
                         return Ok(Some(d));
                     }
                 }
                 None => {
-                    self.scan(input, at, input.len(), false, cur)?;
+                    if !self.open_data_piece(rest, at, cur)? {
+                        self.scan(input, at, input.len(), false, cur)?;
+                    }
                     *i = input.len();
                 }
             }
         }
+    }
+
+    /// Fast path inside a data value the buffer holds (a frame that spans
+    /// pushes): takes `rest` up to and including its first line end (all of
+    /// it if it has none) and returns how many bytes it took, or 0 (nothing
+    /// done) in any other state or for an empty `rest`. `at` is the stream
+    /// offset of `rest[0]`. It assumes what that state implies: the BOM is
+    /// settled and no CR is pending (both only matter at a line start), so
+    /// the value's bytes go straight to the buffer, as `scan` →
+    /// `append_value` → `push_buf` would put them, and the line end does what
+    /// `end_line` does for a data line (nothing but starting a line).
+    /// `tests::value_fast_path_matches_general_path` compares it with the
+    /// general path.
+    #[inline(always)]
+    fn continue_value(&mut self, rest: &[u8], at: u64) -> Result<usize, Error> {
+        if self.line != Line::Value(Field::Data)
+            || self.mode != Mode::Buffered
+            || rest.is_empty()
+            || !crate::fast::paths()
+        {
+            return Ok(0);
+        }
+        let found = line_end(rest);
+        crate::work::add(found.map_or(rest.len(), |k| k.saturating_add(1)));
+        let Some(k) = found else {
+            self.push_buf(rest, at)?;
+            return Ok(rest.len());
+        };
+        self.push_buf(rest.get(..k).unwrap_or_default(), at)?;
+        self.line = Line::Start;
+        self.pending_cr = rest.get(k) == Some(&b'\r');
+        if self.pending_cr {
+            self.plain = false;
+        }
+        Ok(k.saturating_add(1))
+    }
+
+    /// Fast path for a push that ends inside a block's first data line:
+    /// at a line start with no data yet in the block, `rest` (which has no
+    /// CR or LF; the BOM and a pending CR are settled) is `data:` and at
+    /// least one byte more. The value so far goes to the buffer, with
+    /// the state `scan` (`Name` → `Space` → `begin_value` → `open_data`)
+    /// would leave; returns false, having done nothing, for anything else.
+    /// `tests::value_fast_path_matches_general_path` compares it with the
+    /// general path.
+    fn open_data_piece(&mut self, rest: &[u8], at: usize, cur: Cursor) -> Result<bool, Error> {
+        if self.line != Line::Start || self.mode != Mode::Empty || !crate::fast::paths() {
+            return Ok(false);
+        }
+        let Some(value) = rest.strip_prefix(b"data:").filter(|v| !v.is_empty()) else {
+            return Ok(false);
+        };
+        let skip = usize::from(value.first() == Some(&b' '));
+        let a = at.saturating_add(5).saturating_add(skip);
+        if self.block_start.is_none() {
+            self.block_start = Some(cur.at(at));
+        }
+        self.line = Line::Value(Field::Data);
+        self.payload_offset = cur.at(a);
+        self.len = 0;
+        self.mode = Mode::Buffered;
+        self.push_buf(value.get(skip..).unwrap_or_default(), cur.at(a))?;
+        Ok(true)
+    }
+
+    /// [`continue_value`](Self::continue_value) at the start of a push, before
+    /// any other work: a push that lies wholly inside a spanning frame's data
+    /// value is taken here (the return value is then `input.len()`); else
+    /// the rest of `input` goes to [`feed_block`](Self::feed_block) from the
+    /// returned position.
+    #[inline(always)]
+    pub(crate) fn absorb(&mut self, input: &[u8]) -> Result<usize, Error> {
+        let took = self.continue_value(input, self.offset)?;
+        self.offset = self.offset.saturating_add(took as u64);
+        Ok(took)
     }
 
     /// Fast path for the shape nearly every frame has: at the start of a line, with no data
@@ -845,7 +1063,7 @@ impl<'b, S: SpillSink> Framer<'b, S> {
             && let Some(dst) = self.buf.get_mut(len..end)
         {
             crate::work::add(bytes.len());
-            dst.copy_from_slice(bytes);
+            copy(dst, bytes);
             self.len = end;
             return Ok(());
         }
@@ -879,6 +1097,7 @@ impl<'b, S: SpillSink> Framer<'b, S> {
                 let end = cur.at(e.saturating_add(1));
                 if self.mode == Mode::Empty {
                     self.event = Stored::Absent;
+                    self.plain = true;
                     return Ok(self
                         .block_start
                         .take()
@@ -887,6 +1106,9 @@ impl<'b, S: SpillSink> Framer<'b, S> {
                 return Ok(Some(Step::Frame(self.take(end, true))));
             }
             Line::Name { field, matched } if usize::from(matched) == field.name().len() => {
+                if field == Field::Data {
+                    self.plain = false;
+                }
                 self.empty_value(field, input, e, cur)?;
             }
             Line::Space(field) => self.empty_value(field, input, e, cur)?,
@@ -940,7 +1162,9 @@ impl<'b, S: SpillSink> Framer<'b, S> {
             event: self.event,
             id: self.id,
             id_in_b: self.id_in_b,
+            plain: self.plain,
         };
+        self.plain = true;
         self.frames = self.frames.saturating_add(1);
         self.mode = Mode::Empty;
         self.len = 0;
@@ -985,6 +1209,7 @@ impl<'b, S: SpillSink> Framer<'b, S> {
         self.line = Line::Start;
         self.bom = 0;
         self.pending_cr = false;
+        self.plain = true;
         self.event = Stored::Absent;
         self.id = Stored::Absent;
         self.id_pending = Stored::Absent;
@@ -1009,6 +1234,7 @@ impl<'b, S: SpillSink> Framer<'b, S> {
             spilled: matches!(d.payload, Payload::Spilled(_)),
             event: d.event.field(&self.event_buf),
             id: d.id.field(id_buf),
+            plain: d.plain,
         }
     }
 }
@@ -1825,6 +2051,152 @@ mod tests {
             b"dat\n\n",
         ] {
             assert_eq!(takes(other), None, "{other:?}");
+        }
+    }
+
+    #[test]
+    fn line_end_agrees_with_memchr2() {
+        // Bytes next to CR and LF in value, and ones whose high bit is set,
+        // which a word-at-a-time test could mistake.
+        let fill = [
+            b'a', 0x0b, 0x0c, 0x09, 0x0e, 0x8a, 0x8d, 0x00, 0xff, 0x80, b' ',
+        ];
+        for n in 0..40 {
+            for (f, &c) in fill.iter().enumerate() {
+                let mut bytes: Vec<u8> = (0..n).map(|i| fill[(i + f) % fill.len()]).collect();
+                bytes.iter_mut().step_by(3).for_each(|b| *b = c);
+                assert_eq!(line_end(&bytes), memchr2(b'\n', b'\r', &bytes), "{bytes:?}");
+                for at in 0..n {
+                    for eol in [b'\n', b'\r'] {
+                        let mut with = bytes.clone();
+                        with[at] = eol;
+                        assert_eq!(line_end(&with), memchr2(b'\n', b'\r', &with), "{with:?}");
+                        // A second line end after the first.
+                        for later in at + 1..n {
+                            let mut two = with.clone();
+                            two[later] = b'\n' + b'\r' - eol;
+                            assert_eq!(line_end(&two), Some(at), "{two:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn copy_agrees_with_copy_from_slice() {
+        for n in 0..40 {
+            let src: Vec<u8> = (0..n as u8)
+                .map(|i| i.wrapping_mul(37).wrapping_add(1))
+                .collect();
+            let (mut a, mut b) = (vec![0xAAu8; n], vec![0xAAu8; n]);
+            copy(&mut a, &src);
+            b.copy_from_slice(&src);
+            assert_eq!(a, b, "{n}");
+        }
+    }
+
+    /// The framer's fast paths (a value continued, a blank line ending a
+    /// spanning frame, a first data line cut by the push, and `absorb` at a
+    /// push's start) give what the general path gives, frame for frame,
+    /// under every split of every sample and of frames of many sizes.
+    #[test]
+    #[cfg_attr(miri, ignore = "every sample under many splits")]
+    fn value_fast_path_matches_general_path() {
+        // `absorb` first, as the pipeline calls it, then `feed`.
+        fn absorbing(pushes: &[&[u8]], cap: usize) -> Result<Vec<Rec>, Error> {
+            let mut buf = vec![0u8; cap];
+            let mut fr = Framer::new(&mut buf);
+            let mut out = Vec::new();
+            let mut total = 0u64;
+            for p in pushes {
+                let before = fr.offset();
+                let mut pos = fr.absorb(p)?;
+                assert_eq!(fr.offset(), before + pos as u64);
+                while let Some(f) = fr.feed(p, &mut pos)? {
+                    out.push(rec(&f));
+                }
+                total += p.len() as u64;
+                assert_eq!(fr.offset(), total);
+            }
+            if let Some(f) = fr.finish()? {
+                out.push(rec(&f));
+            }
+            Ok(out)
+        }
+        let mut streams: Vec<Vec<u8>> = SAMPLES.iter().map(|s| s.to_vec()).collect();
+        let mut long = Vec::new();
+        for n in [0, 1, 5, 6, 7, 15, 16, 17, 40, 70] {
+            long.extend_from_slice(b"data: ");
+            long.extend(core::iter::repeat_n(b'x', n));
+            long.extend_from_slice(b"\n\n: ping\n\ndata:");
+            long.extend(core::iter::repeat_n(b'y', n));
+            long.extend_from_slice(b"\ndata: z\r\n\r\nevent: e\nid: 1\ndata: ");
+            long.extend(core::iter::repeat_n(b'w', n));
+            long.extend_from_slice(b"\r\r\n");
+        }
+        streams.push(long);
+        for s in &streams {
+            let mut splits: Vec<Vec<&[u8]>> = Vec::new();
+            for size in (1..=18).chain([31, 64, 200]) {
+                splits.push(s.chunks(size).collect());
+            }
+            for k in 0..=s.len() {
+                splits.push(vec![&s[..k], &s[k..]]);
+            }
+            for pushes in &splits {
+                for cap in [4, 16, 256] {
+                    let fast = run_pushes(pushes, cap).ok();
+                    let general = crate::fast::general_only(|| run_pushes(pushes, cap).ok());
+                    assert_eq!(fast, general, "{pushes:?} cap {cap}");
+                    let fast = absorbing(pushes, cap).ok();
+                    let general = crate::fast::general_only(|| absorbing(pushes, cap).ok());
+                    assert_eq!(fast, general, "{pushes:?} cap {cap}");
+                    let fast = run_spilling(pushes, cap);
+                    let general = crate::fast::general_only(|| run_spilling(pushes, cap));
+                    assert_eq!(fast, general, "{pushes:?} cap {cap}");
+                }
+            }
+        }
+    }
+
+    /// `Frame::plain` says exactly whether the block's bytes hold no CR and
+    /// no bare `data` line, under every split, fast paths on or off.
+    #[test]
+    #[cfg_attr(miri, ignore = "every sample under many splits")]
+    fn plain_is_exact_under_any_split() {
+        fn plains(s: &[u8], pushes: &[&[u8]]) -> Vec<(u64, bool)> {
+            let mut buf = vec![0u8; 256];
+            let mut fr = Framer::new(&mut buf);
+            let mut out = Vec::new();
+            for p in pushes {
+                let mut pos = fr.absorb(p).unwrap();
+                while let Some(f) = fr.feed(p, &mut pos).unwrap() {
+                    let block = &s[f.start as usize..f.end as usize];
+                    let bare = block.split(|&c| c == b'\n').any(|l| l == b"data");
+                    assert_eq!(f.plain, !block.contains(&b'\r') && !bare, "{block:?}");
+                    out.push((f.index, f.plain));
+                }
+            }
+            out
+        }
+        let mut streams: Vec<&[u8]> = SAMPLES.to_vec();
+        streams.push(
+            b"data: a\n\n\r\ndata: b\n\ndata\ndata: c\n\n: x\r\n\r\ndata: d\r\n\r\ndata: e\n\n",
+        );
+        streams
+            .push(b"id: 1\ndata: a\nevent: e\n\ndata:\n\ndata\n\ndata: x\ndata\n\n\r\rdata: y\n\n");
+        for s in streams {
+            let whole = plains(s, &[s]);
+            for k in 0..=s.len() {
+                assert_eq!(plains(s, &[&s[..k], &s[k..]]), whole, "{s:?} at {k}");
+            }
+            for size in 1..=9 {
+                let pushes: Vec<&[u8]> = s.chunks(size).collect();
+                assert_eq!(plains(s, &pushes), whole);
+                let general = crate::fast::general_only(|| plains(s, &pushes));
+                assert_eq!(general, whole);
+            }
         }
     }
 
