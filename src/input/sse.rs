@@ -2055,6 +2055,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "hundreds of thousands of cases: too slow under miri")]
     fn line_end_agrees_with_memchr2() {
         // Bytes next to CR and LF in value, and ones whose high bit is set,
         // which a word-at-a-time test could mistake.
