@@ -1778,23 +1778,20 @@ impl<W: Write + ?Sized> Forward<'_, W> {
         self.begin(frame);
         self.stats.events = self.stats.events.saturating_add(1);
         count_in(&mut self.stats.events_in, event.event_type().index());
-        if self.frame_streamed
-            && (!frame.original
-                || self.options.canonical
-                || !self.filter.is_empty()
-                || (self.options.drop_raw
-                    && (event.event_type() == EventType::Raw
-                        || event.get(Key::RawEvent).is_some())))
-        {
+        // Written by the encoder rather than as its bytes; or perhaps left
+        // out (its bytes never written).
+        let encoded = !frame.original
+            || self.options.canonical
+            || (self.options.drop_raw
+                && event.event_type() != EventType::Raw
+                && event.get(Key::RawEvent).is_some());
+        let left_out = !self.filter.is_empty()
+            || (self.options.drop_raw && event.event_type() == EventType::Raw);
+        if self.frame_streamed && (encoded || left_out) {
+            // Part of its bytes went out already.
             return self.cut_unencodable();
         }
-        if frame.stand_ins != StandIns::default()
-            && (!frame.original
-                || self.options.canonical
-                || (self.options.drop_raw
-                    && event.event_type() != EventType::Raw
-                    && event.get(Key::RawEvent).is_some()))
-        {
+        if encoded && frame.stand_ins != StandIns::default() {
             // The frame outgrew the frame buffer: its event shows members
             // that did not fit as stand-ins, and an encoder would write
             // those, not the real values. Nothing of it was written.

@@ -56,7 +56,7 @@
 
 use agui_stream::legacy::Minting;
 use agui_stream::rewrite::{OnViolation, Options, RewriteError, Rewriter, Stats};
-use agui_stream::{Config, Dialect, EventType, SliceWriter};
+use agui_stream::{Config, Dialect, SliceWriter};
 use core::fmt::Write as _;
 use spin::{Mutex, MutexGuard};
 
@@ -73,7 +73,7 @@ pub const INPUT_CAP: usize = 16 * 1024;
 /// that an empty output always takes the next block.
 pub const OUTPUT_CAP: usize = 3 * (RAW_CAP + INPUT_CAP) + 24 * 1024;
 /// The report's buffer.
-const REPORT_CAP: usize = 4 * 1024;
+const REPORT_CAP: usize = 8 * 1024;
 
 /// Flag bits of [`agui_init`].
 const DROP: i32 = 1;
@@ -199,125 +199,34 @@ struct Report {
 }
 
 impl Report {
-    fn str(&mut self, s: &str) {
-        self.bytes(s.as_bytes());
-    }
-
-    /// Appends what fits (the report is sized for every field).
-    fn bytes(&mut self, b: &[u8]) {
-        let end = self.len.saturating_add(b.len()).min(REPORT_CAP);
-        if let (Some(dst), Some(src)) = (
-            self.buf.get_mut(self.len..end),
-            b.get(..end.saturating_sub(self.len)),
-        ) {
-            dst.copy_from_slice(src);
-            self.len = end;
-        }
-    }
-
-    fn num(&mut self, mut n: u64) {
-        let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        loop {
-            at -= 1;
-            if let Some(d) = digits.get_mut(at) {
-                *d = b'0' + (n % 10) as u8;
-            }
-            n /= 10;
-            if n == 0 || at == 0 {
-                break;
-            }
-        }
-        self.bytes(digits.get(at..).unwrap_or_default());
-    }
-
-    /// `"name":n`, with a comma before every field but the first.
-    fn field(&mut self, name: &str, n: u64) {
-        self.key(name);
-        self.num(n);
-    }
-
-    fn key(&mut self, name: &str) {
-        if self.len > 1 {
-            self.str(",");
-        }
-        self.str("\"");
-        self.str(name);
-        self.str("\":");
-    }
-
-    /// `"name":{…}` of the counts that are not zero.
-    fn table<'n>(&mut self, name: &str, counts: &[u64], names: impl Iterator<Item = &'n str>) {
-        self.key(name);
-        self.str("{");
-        let mut first = true;
-        for (n, name) in counts.iter().zip(names).filter(|(n, _)| **n > 0) {
-            if !first {
-                self.str(",");
-            }
-            first = false;
-            self.str("\"");
-            self.str(name);
-            self.str("\":");
-            self.num(*n);
-        }
-        self.str("}");
-    }
-
-    /// The `agui gateway` stderr line's object.
+    /// The `agui gateway` stderr line's object: the statistics as the
+    /// library serializes them (`Stats`' `Serialize`, the fields of that
+    /// line), then `"error"`. 8 KiB hold every field with every count at
+    /// its largest.
     fn render(&mut self, stats: &Stats, error: Option<Failure>) {
-        self.len = 0;
-        self.str("{");
-        let fields = [
-            ("bytes_in", stats.bytes_in),
-            ("bytes_out", stats.bytes_out),
-            ("events", stats.events),
-            ("forwarded", stats.forwarded),
-            ("relined", stats.relined),
-            ("encoded", stats.encoded),
-            ("violations", stats.violations),
-            ("dropped", stats.dropped),
-            ("passed", stats.passed),
-            ("repairs", stats.repairs),
-            ("duplicate_terminals", stats.duplicate_terminals),
-            ("raw_dropped", stats.raw_dropped),
-            ("too_large", stats.too_large),
-            ("keep_alives", stats.keep_alives),
-            ("tool_events_dropped", stats.tool_events_dropped),
-            ("streamed", stats.streamed),
-            ("cut", stats.cut),
-        ];
-        for (name, n) in fields {
-            self.field(name, n);
-        }
-        let types = || EventType::ALL.iter().map(|t| t.as_str());
-        self.table("events_in", &stats.events_in, types());
-        self.table("events_out", &stats.events_out, types());
-        // The stages by their `Display` names, as `agui gateway` writes them.
-        let stages = ["sse", "json", "schema", "chunks", "verify", "end"];
-        self.table(
-            "violations_by_stage",
-            &stats.violations_by_stage,
-            stages.iter().copied(),
-        );
-        self.key("error");
-        match error {
-            None => self.str("null"),
-            Some(failure) => {
-                let message = failure.message();
-                self.str("\"");
-                for &c in message.buf.get(..message.len).unwrap_or_default() {
-                    match c {
-                        b'"' | b'\\' => self.bytes(&[b'\\', c]),
-                        // The messages are text; a control byte would need \u.
-                        0..0x20 => self.bytes(b" "),
-                        c => self.bytes(&[c]),
-                    }
-                }
-                self.str("\"");
-            }
-        }
-        self.str("}");
+        let message = error.map(Failure::message);
+        let message = message.as_ref().map(|m| {
+            // Cut at 256 bytes, perhaps inside a character.
+            let bytes = m.buf.get(..m.len).unwrap_or_default();
+            core::str::from_utf8(bytes).unwrap_or_else(|e| {
+                core::str::from_utf8(bytes.get(..e.valid_up_to()).unwrap_or_default()).unwrap_or("")
+            })
+        });
+        self.len = serde_json_core::to_slice(stats, &mut self.buf)
+            .ok()
+            .and_then(|n| {
+                // `{…}` becomes `{…,"error":…}`.
+                let end = n.checked_sub(1)?;
+                let rest = self.buf.get_mut(end..)?;
+                let tail = b",\"error\":";
+                rest.get_mut(..tail.len())?.copy_from_slice(tail);
+                let at = end + tail.len();
+                let written = serde_json_core::to_slice(&message, self.buf.get_mut(at..)?).ok()?;
+                let close = at + written;
+                *self.buf.get_mut(close)? = b'}';
+                Some(close + 1)
+            })
+            .unwrap_or(0);
     }
 }
 
