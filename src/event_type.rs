@@ -36,10 +36,22 @@ macro_rules! names {
                 }
             }
 
-            /// Looks a wire name up (exact, case-sensitive). Compiles to a
-            /// switch on length, then byte comparisons.
+            /// Looks a wire name up (exact, case-sensitive).
+            ///
+            /// The name is matched as a [`Packed`](crate::event_type::Packed)
+            /// (integers), so the match compiles to a decision tree, not a
+            /// comparison per name; a name longer than `Packed` holds
+            /// whole is also compared whole.
+            #[allow(non_upper_case_globals)] // a constant per name, named as it
             pub fn from_bytes(name: &[u8]) -> Option<Self> {
-                match name { $($text => Some($name::$variant),)* _ => None }
+                use $crate::event_type::Packed;
+                $(
+                    const $variant: Packed = Packed::of($text);
+                )*
+                match Packed::of(name) {
+                    $($variant if Packed::is_whole($text) || name == $text => Some($name::$variant),)*
+                    _ => None,
+                }
             }
         }
 
@@ -51,6 +63,48 @@ macro_rules! names {
     };
 }
 pub(crate) use names;
+
+/// A name as integers: its length and its first and last eight bytes (four
+/// for names of four to seven bytes, the bytes themselves below that).
+/// Equal for two names of at most [`Packed::WHOLE`] bytes exactly when the
+/// names are equal; for longer names, only if their ends are.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Packed {
+    len: usize,
+    head: u64,
+    tail: u64,
+}
+
+impl Packed {
+    /// The longest name a `Packed` holds whole.
+    const WHOLE: usize = 16;
+
+    /// `name` packed (also at compile time, for the names matched against).
+    #[inline(always)]
+    pub(crate) const fn of(name: &[u8]) -> Self {
+        let len = name.len();
+        let (head, tail) =
+            if let (Some(h), Some(t)) = (name.first_chunk::<8>(), name.last_chunk::<8>()) {
+                (u64::from_le_bytes(*h), u64::from_le_bytes(*t))
+            } else if let (Some(h), Some(t)) = (name.first_chunk::<4>(), name.last_chunk::<4>()) {
+                (u32::from_le_bytes(*h) as u64, u32::from_le_bytes(*t) as u64)
+            } else {
+                let mut head = 0u64;
+                let mut rest = name;
+                while let [b, more @ ..] = rest {
+                    head = head << 8 | *b as u64;
+                    rest = more;
+                }
+                (head, 0)
+            };
+        Packed { len, head, tail }
+    }
+
+    /// Whether `name` is held whole (no need to compare it as bytes too).
+    pub(crate) const fn is_whole(name: &[u8]) -> bool {
+        name.len() <= Self::WHOLE
+    }
+}
 
 names! {
     /// An AG-UI event type (the `type` member). Includes the legacy
@@ -380,5 +434,46 @@ mod tests {
         assert_eq!(EventType::ALL.len(), 36);
         assert_eq!(EventType::from_bytes(b"custom"), None);
         assert_eq!(Key::from_bytes(b"Type"), None);
+    }
+
+    /// `from_bytes` (a match on packed integers) finds exactly what a
+    /// search of the names finds, for every name and every near miss:
+    /// each byte changed (in a long name, a middle byte that the packed
+    /// ends do not hold), one byte more or less, and every prefix.
+    #[test]
+    fn lookup_agrees_with_a_search() {
+        extern crate std;
+        use std::vec::Vec;
+        fn check<T: Copy + PartialEq + fmt::Debug>(
+            all: &[T],
+            name: fn(T) -> &'static str,
+            lookup: fn(&[u8]) -> Option<T>,
+        ) {
+            let search = |s: &[u8]| all.iter().copied().find(|&t| name(t).as_bytes() == s);
+            for &t in all {
+                let n = name(t).as_bytes();
+                let mut tries: Vec<Vec<u8>> = (0..=n.len()).map(|k| n[..k].to_vec()).collect();
+                for i in 0..n.len() {
+                    for b in [n[i] ^ 0x20, n[i] ^ 0x01, b'_', 0] {
+                        let mut v = n.to_vec();
+                        v[i] = b;
+                        tries.push(v);
+                    }
+                }
+                tries.push([n, b"s"].concat());
+                tries.push([b"x", n].concat());
+                for v in tries {
+                    assert_eq!(
+                        lookup(&v),
+                        search(&v),
+                        "{:?}",
+                        std::string::String::from_utf8_lossy(&v)
+                    );
+                }
+            }
+        }
+        check(EventType::ALL, EventType::as_str, EventType::from_bytes);
+        check(Key::ALL, Key::as_str, Key::from_bytes);
+        check(Member::ALL, Member::as_str, Member::from_bytes);
     }
 }
