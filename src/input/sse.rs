@@ -28,6 +28,14 @@ const SHORT_SCAN: usize = 16;
 fn line_end(bytes: &[u8]) -> Option<usize> {
     let n = bytes.len();
     if n >= SHORT_SCAN {
+        // On x86-64, memchr's SSE2 searcher (always there) directly: the
+        // dispatch to the best one costs more than the search of a line.
+        #[cfg(target_arch = "x86_64")]
+        if n <= 512
+            && let Some(two) = memchr::arch::x86_64::sse2::memchr::Two::new(b'\n', b'\r')
+        {
+            return two.find(bytes);
+        }
         return memchr2(b'\n', b'\r', bytes);
     }
     if n >= 8 {
@@ -2078,6 +2086,20 @@ mod tests {
                             two[later] = b'\n' + b'\r' - eol;
                             assert_eq!(line_end(&two), Some(at), "{two:?}");
                         }
+                    }
+                }
+            }
+        }
+        // Around the longest slice searched without `memchr2`'s dispatch.
+        for n in (40..100).chain(500..530) {
+            let bytes = vec![b'a'; n];
+            assert_eq!(line_end(&bytes), None);
+            for at in [0, 1, 15, 16, 17, 31, 32, 63, 64, 65, 511, 512, 513, n - 1] {
+                for eol in [b'\n', b'\r'] {
+                    let mut with = bytes.clone();
+                    if let Some(b) = with.get_mut(at) {
+                        *b = eol;
+                        assert_eq!(line_end(&with), Some(at), "{n} {at}");
                     }
                 }
             }
