@@ -454,26 +454,35 @@ impl ToolFilter {
         stored(&self.ids, &self.id_ends).any(|s| JsonStr::from_escaped(s) == id)
     }
 
-    fn check(&mut self, event: &Event<'_>) -> Filtered {
+    /// Whether [`check`](Self::check) keeps `event`, asked before it is
+    /// checked (changes nothing).
+    fn keeps(&self, event: &Event<'_>) -> bool {
         use EventType as T;
-        let id = event.tool_call_id().unwrap_or(JsonStr::from_escaped(b""));
+        let id = || event.tool_call_id().unwrap_or(JsonStr::from_escaped(b""));
         match event.event_type() {
-            T::RunStarted => {
-                self.ids.clear();
-                self.id_ends.clear();
-                Filtered::Keep
-            }
-            T::ToolCallStart if event.tool_call_name().is_some_and(|n| self.denies(n)) => {
-                if store(&mut self.ids, &mut self.id_ends, id.raw()) {
-                    Filtered::Drop
-                } else {
-                    Filtered::Full
-                }
-            }
-            T::ToolCallArgs | T::ToolCallEnd | T::ToolCallResult if self.holds(id) => {
-                Filtered::Drop
-            }
-            _ => Filtered::Keep,
+            T::ToolCallStart => !event.tool_call_name().is_some_and(|n| self.denies(n)),
+            T::ToolCallArgs | T::ToolCallEnd | T::ToolCallResult => !self.holds(id()),
+            _ => true,
+        }
+    }
+
+    fn check(&mut self, event: &Event<'_>) -> Filtered {
+        if event.event_type() == EventType::RunStarted {
+            self.ids.clear();
+            self.id_ends.clear();
+            return Filtered::Keep;
+        }
+        if self.keeps(event) {
+            return Filtered::Keep;
+        }
+        if event.event_type() != EventType::ToolCallStart {
+            return Filtered::Drop;
+        }
+        let id = event.tool_call_id().unwrap_or(JsonStr::from_escaped(b""));
+        if store(&mut self.ids, &mut self.id_ends, id.raw()) {
+            Filtered::Drop
+        } else {
+            Filtered::Full
         }
     }
 }
@@ -1785,7 +1794,7 @@ impl<W: Write + ?Sized> Forward<'_, W> {
             || (self.options.drop_raw
                 && event.event_type() != EventType::Raw
                 && event.get(Key::RawEvent).is_some());
-        let left_out = !self.filter.is_empty()
+        let left_out = !self.filter.keeps(event)
             || (self.options.drop_raw && event.event_type() == EventType::Raw);
         if self.frame_streamed && (encoded || left_out) {
             // Part of its bytes went out already.

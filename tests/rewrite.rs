@@ -709,6 +709,48 @@ fn blocks_larger_than_the_raw_buffer_stream_through() {
     assert!(got == stream);
 }
 
+/// With a tool denied, a block larger than the raw buffer still streams
+/// through unless the filter leaves its event out: only a denied call's
+/// own events are cut (its bytes went out ahead of the verdict).
+#[test]
+fn blocks_larger_than_the_raw_buffer_stream_through_a_tool_filter() {
+    let big = "ab\\n\\u00e9".repeat(500);
+    let stream = common::sse(&[
+        RUN_STARTED.to_string(),
+        common::start("m"),
+        format!(r#"{{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"{big}"}}"#),
+        common::end("m"),
+        r#"{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"search"}"#.to_string(),
+        format!(r#"{{"type":"TOOL_CALL_ARGS","toolCallId":"c","delta":"{big}"}}"#),
+        r#"{"type":"TOOL_CALL_END","toolCallId":"c"}"#.to_string(),
+        format!(r#"{{"type":"STATE_SNAPSHOT","snapshot":{{"k":"{big}"}}}}"#),
+        RUN_FINISHED.to_string(),
+    ]);
+    let denying = |stream: &[u8], piece: usize| {
+        let (mut frames, mut raw) = ([0u8; 512], [0u8; 512]);
+        let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+        r.deny_tool("shell").unwrap();
+        let mut out = Vec::new();
+        for p in stream.chunks(piece) {
+            r.push(p, &mut out).unwrap();
+        }
+        r.finish(&mut out).unwrap();
+        (out, *r.stats())
+    };
+    for piece in [100, 333, 1460] {
+        let (out, stats) = denying(&stream, piece);
+        assert!(out == stream, "in {piece}-byte pushes");
+        assert_eq!((stats.streamed, stats.cut), (3, 0));
+    }
+    // A denied call's large arguments are cut: a capacity.
+    let denied = String::from_utf8(stream)
+        .unwrap()
+        .replace("search", "shell");
+    let (out, stats) = denying(denied.as_bytes(), 100);
+    assert_eq!(stats.cut, 1);
+    assert!(String::from_utf8_lossy(&out).ends_with("\"code\":\"AGUI_STREAM_CAPACITY\"}\n\n"));
+}
+
 /// A block without data that never ended is forwarded at the end, and
 /// terminated with the repair, whether or not it outgrew the raw buffer
 /// (found by the fuzzer: through small buffers it had gone out already).
