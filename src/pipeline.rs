@@ -15,7 +15,7 @@ use crate::check::verify::{Entity, RunPhase, Verifier, VerifyError};
 use crate::error::{Error, ErrorKind, Stage};
 use crate::event::Event;
 use crate::event_type::EventType;
-use crate::input::json::{JsonErrorKind, Limits, V8Message};
+use crate::input::json::{JsonErrorKind, Limits, ScanError, V8Message};
 use crate::input::sse::{self, Block, FieldValue, Frame, Framer};
 
 /// Default capacity of the verifier's open-id table (open text messages,
@@ -575,21 +575,9 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                 }
                 too_large
             }
-            Some(Verdict::Json { error, first_line }) => Error {
-                kind: match error.kind {
-                    JsonErrorKind::TooDeep { limit } => ErrorKind::Capacity(Capacity::JsonDepth {
-                        limit: u32::from(limit),
-                    }),
-                    _ => ErrorKind::Json(error.json()),
-                },
-                stage: Stage::Json,
-                frame: index,
-                offset: if first_line {
-                    payload_offset.saturating_add(error.offset as u64)
-                } else {
-                    start
-                },
-            },
+            Some(Verdict::Json { error, first_line }) => {
+                spill_json_error(error, first_line, index, start, payload_offset)
+            }
             Some(Verdict::TooLarge) | None => too_large,
         };
         let policy = self.stages.config.policy;
@@ -611,6 +599,47 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             }
             _ => settle(policy, violations, sink, e, &info, &e.kind),
         }
+    }
+
+    /// The frame being read, if its payload is spilling and its JSON has
+    /// already failed: reported to `sink` now, with the error and message
+    /// its end would bring (to monitoring; the error if the policy stops).
+    /// `None` for any other frame. Only for a caller that ends the stream
+    /// on it: the frame's end would report it again. (The gateway rewriter
+    /// cuts a block that went out ahead of its verdict as soon as this
+    /// shows it bad, instead of forwarding the rest of it.)
+    pub(crate) fn report_failed_spill<S: Sink + ?Sized>(
+        &mut self,
+        sink: &mut S,
+    ) -> Option<Result<ControlFlow<()>, Error>> {
+        let (index, start, payload_offset) = self.framer.spilling()?;
+        let JsonState::Spilling(spilling) = self.framer.spill_sink() else {
+            return None;
+        };
+        if !spilling.failed() {
+            return None;
+        }
+        let (Verdict::Json { error, first_line }, message) = spilling.finish(self.framer.buffer())
+        else {
+            return None;
+        };
+        let e = spill_json_error(error, first_line, index, start, payload_offset);
+        let info = FrameInfo {
+            index,
+            start,
+            end: self.framer.offset(),
+            terminated: false,
+            original: true,
+            spilled: true,
+            stand_ins: StandIns::default(),
+            input_type: None,
+            plain: false,
+        };
+        let (policy, violations) = (self.stages.config.policy, &mut self.stages.violations);
+        Some(match message {
+            Some(m) => settle(policy, violations, sink, e, &info, &m),
+            None => settle(policy, violations, sink, e, &info, &e.kind),
+        })
     }
 
     fn stop(&mut self, e: Error) -> Error {
@@ -825,6 +854,33 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
                 Ok(if step.is_break() { step } else { flow })
             }
         }
+    }
+}
+
+/// A spilled frame's JSON error (the depth limit is a capacity) as the
+/// pipeline reports it: at the error if it is on the first data line, else
+/// at the frame's start.
+fn spill_json_error(
+    error: ScanError,
+    first_line: bool,
+    index: u64,
+    start: u64,
+    payload_offset: u64,
+) -> Error {
+    Error {
+        kind: match error.kind {
+            JsonErrorKind::TooDeep { limit } => ErrorKind::Capacity(Capacity::JsonDepth {
+                limit: u32::from(limit),
+            }),
+            _ => ErrorKind::Json(error.json()),
+        },
+        stage: Stage::Json,
+        frame: index,
+        offset: if first_line {
+            payload_offset.saturating_add(error.offset as u64)
+        } else {
+            start
+        },
     }
 }
 

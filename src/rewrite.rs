@@ -1012,7 +1012,14 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         let mut stop = Stop::new();
         let (result, failed) =
             self.with_forward(chunk, plain, base, out, &mut stop, |pipeline, sink| {
-                pipeline.push(chunk, sink)
+                let pushed = pipeline.push(chunk, sink)?;
+                // A block that is going out ahead of its verdict is cut as
+                // soon as its JSON is known bad, not at its end (which may
+                // be far off, or never come): the same cut and error.
+                if *sink.streamed != 0 && !sink.stop.stopped() {
+                    pipeline.report_failed_spill(sink).transpose()?;
+                }
+                Ok(pushed)
             });
         self.stats.bytes_in = self.stats.bytes_in.saturating_add(chunk.len() as u64);
         if failed {

@@ -11,6 +11,8 @@
 
 mod common;
 
+use std::ops::ControlFlow;
+
 use agui_stream::rewrite::{OnViolation, Options, RewriteError, Rewriter, Stats};
 use agui_stream::{Config, Dialect, Event, FrameInfo, Pipeline, SliceWriter, encode};
 
@@ -749,6 +751,142 @@ fn blocks_larger_than_the_raw_buffer_stream_through_a_tool_filter() {
     let (out, stats) = denying(denied.as_bytes(), 100);
     assert_eq!(stats.cut, 1);
     assert!(String::from_utf8_lossy(&out).ends_with("\"code\":\"AGUI_STREAM_CAPACITY\"}\n\n"));
+}
+
+/// A block that goes out ahead of its verdict is cut as soon as its JSON
+/// is known bad: the rest of it is never forwarded, and the cut and the
+/// error are the ones its end would have brought.
+#[test]
+fn a_streamed_block_is_cut_as_soon_as_its_json_is_bad() {
+    /// The first violation a monitoring pipeline reports, in words.
+    struct FirstViolation(Option<String>);
+    impl agui_stream::Sink for FirstViolation {
+        fn event(&mut self, _: &Event<'_>, _: &FrameInfo) -> ControlFlow<()> {
+            ControlFlow::Continue(())
+        }
+        fn violation(
+            &mut self,
+            _: &agui_stream::Error,
+            _: &FrameInfo,
+            message: &dyn std::fmt::Display,
+        ) -> ControlFlow<()> {
+            self.0.get_or_insert_with(|| message.to_string());
+            ControlFlow::Continue(())
+        }
+    }
+    let stream = |bad: &str| {
+        let delta = format!("{}{bad}{}", "x".repeat(2_000), "y".repeat(100_000));
+        common::sse(&[
+            RUN_STARTED.to_string(),
+            common::start("m"),
+            format!(r#"{{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"{delta}"}}"#),
+            common::end("m"),
+            RUN_FINISHED.to_string(),
+        ])
+    };
+    // A control character, bad escapes (V8 words one before an astral
+    // character by the bytes after it), and a bad `\u` escape.
+    for bad in ["\u{1}", "\\q", "\\\u{1F600}", "\\u12x4"] {
+        let stream = stream(bad);
+        let needle = b"data: {\"type\":\"TEXT_MESSAGE_CONTENT\"";
+        let frame_start = stream
+            .windows(needle.len())
+            .position(|w| w == needle)
+            .unwrap();
+        // Even pushes; and, for the astral character, a push that ends
+        // one byte into it, so that V8's words are not yet known there.
+        let delta = b"\"delta\":\"";
+        let bad_at = frame_start
+            + stream[frame_start..]
+                .windows(delta.len())
+                .position(|w| w == delta)
+                .unwrap()
+            + delta.len()
+            + 2_000;
+        assert_eq!(&stream[bad_at..bad_at + bad.len()], bad.as_bytes());
+        let mut splits: Vec<Vec<&[u8]>> = [100, 333, 1460]
+            .iter()
+            .map(|&n| stream.chunks(n).collect())
+            .collect();
+        splits.push(vec![
+            &stream[..frame_start + 1_000],
+            &stream[frame_start + 1_000..bad_at + 2],
+            &stream[bad_at + 2..],
+        ]);
+        for pushes in splits {
+            // What the frame's end reports, through the same buffer.
+            let mut buffer = [0u8; 512];
+            let config = Config::new().policy(agui_stream::Policy::Monitor);
+            let mut pipeline = Pipeline::new(&mut buffer, config);
+            let mut first = FirstViolation(None);
+            for p in &pushes {
+                pipeline.push(p, &mut first).unwrap();
+            }
+            let want = first.0.unwrap();
+            let (mut frames, mut raw) = ([0u8; 512], [0u8; 512]);
+            let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+            let mut out = Vec::new();
+            for p in &pushes {
+                r.push(p, &mut out).unwrap();
+            }
+            r.finish(&mut out).unwrap();
+            let stats = r.stats();
+            assert_eq!((stats.streamed, stats.cut, stats.violations), (1, 1, 1));
+            let mark = out
+                .windows(10)
+                .position(|w| w == b"\ndata: \x01\n\n")
+                .unwrap();
+            // What went out of the block is its first bytes, and no more
+            // than the raw buffer and a push past the bad byte.
+            let longest = pushes.iter().map(|p| p.len()).max().unwrap().min(100_000);
+            assert_eq!(out[frame_start..mark], stream[frame_start..mark]);
+            assert!(mark < bad_at + 512 + 2 * longest, "{bad:?}: {mark}");
+            let last = &out[mark + 10..];
+            let json = last
+                .strip_prefix(b"data: ")
+                .unwrap()
+                .strip_suffix(b"\n\n")
+                .unwrap();
+            let error: serde_json::Value = serde_json::from_slice(json).unwrap();
+            assert_eq!(error["type"], "RUN_ERROR");
+            assert_eq!(error["code"], "AGUI_STREAM_VIOLATION");
+            assert_eq!(
+                error["message"],
+                want.as_str(),
+                "{bad:?}, pushes of {longest}"
+            );
+        }
+    }
+}
+
+/// A line that never ends, whose JSON went bad early, stops the stream
+/// soon after it outgrew the raw buffer instead of going out for ever.
+#[test]
+fn an_endless_bad_line_stops_the_stream() {
+    let mut stream = common::sse(&[RUN_STARTED]);
+    stream.extend_from_slice(b"data: {\"type\":tru");
+    stream.extend(std::iter::repeat_n(b'e', 10 << 20));
+    let (mut frames, mut raw) = (vec![0u8; 1 << 16], vec![0u8; 1 << 16]);
+    let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+    let mut out = Vec::new();
+    let mut read = 0;
+    for p in stream.chunks(1460) {
+        let pushed = r.push(p, &mut out).unwrap();
+        read += p.len();
+        if pushed.ended {
+            break;
+        }
+    }
+    assert!(read < 100_000, "read {read} bytes before the stop");
+    assert!(out.len() < 100_000, "{} bytes out", out.len());
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("\ndata: \u{1}\n\n"));
+    assert!(
+        text.ends_with("\"code\":\"AGUI_STREAM_VIOLATION\"}\n\n"),
+        "{}",
+        &text[text.len() - 300..]
+    );
+    assert_eq!(r.stats().cut, 1);
 }
 
 /// A block without data that never ended is forwarded at the end, and

@@ -696,6 +696,16 @@ impl<'b, S: SpillSink> Framer<'b, S> {
         }
     }
 
+    /// The frame being read, if its payload outgrew the buffer and is
+    /// going to the spill sink: its index and the stream offsets of its
+    /// block's start and of its payload (as its [`Frame`] will give them).
+    pub(crate) fn spilling(&self) -> Option<(u64, u64, u64)> {
+        matches!(self.mode, Mode::Spilled).then(|| {
+            let start = self.block_start.unwrap_or(self.payload_offset);
+            (self.frames, start, self.payload_offset)
+        })
+    }
+
     /// Total bytes consumed so far (stream offset of the next byte).
     #[must_use]
     pub fn offset(&self) -> u64 {

@@ -222,6 +222,18 @@ impl Spilling {
         }
     }
 
+    /// Whether the JSON already failed, with all [`finish`](Self::finish)
+    /// needs to word it (the bytes after a bad escape): its verdict is
+    /// then a JSON error however the frame goes on.
+    pub(crate) fn failed(&self) -> bool {
+        match self.progress {
+            Progress::Failed {
+                error, got, next, ..
+            } => error.kind != JsonErrorKind::BadEscape || usize::from(got) == next.len(),
+            Progress::Reading { .. } => false,
+        }
+    }
+
     /// The verdict at the frame's end, and V8's message for a JSON error.
     /// `buf` is the frame buffer.
     pub(crate) fn finish(&self, buf: &[u8]) -> (Verdict, Option<V8Message>) {
