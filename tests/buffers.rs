@@ -124,3 +124,34 @@ fn every_buffer_gives_the_verdict_or_names_the_frame_that_did_not_fit() {
         "{spilled} spilled, {same} same, {stood_in} with stand-ins"
     );
 }
+
+/// A backslash before an astral character is a bad escape that V8 words as
+/// an unexpected token (it reads the escape a UTF-16 unit at a time): the
+/// same error whether the frame is read whole or spills past the buffer,
+/// worded as an unexpected token both ways (a fuzz find: the spilled frame
+/// changed the error's kind with its words).
+#[test]
+fn an_escaped_astral_character_is_the_same_error_in_any_buffer() {
+    let stream = common::sse(&[format!(
+        r#"{{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"{}\😀 after"}}"#,
+        "x".repeat(100)
+    )]);
+    for dialect in [Dialect::V1, Dialect::V0] {
+        let (_, whole) = run(&stream, dialect, 1 << 16, 1 << 16);
+        let (whole, whole_message) = whole.unwrap_err();
+        assert!(
+            matches!(whole.kind, ErrorKind::Json(e) if e.kind == agui_stream::json::JsonErrorKind::BadEscape),
+            "{whole:?}"
+        );
+        assert!(
+            whole_message.starts_with("Unexpected token"),
+            "{whole_message}"
+        );
+        for push in [1, 7, 1460] {
+            let (_, spilled) = run(&stream, dialect, 64, push);
+            let (spilled, message) = spilled.unwrap_err();
+            assert_eq!(spilled, whole, "pushes of {push}");
+            assert!(message.starts_with("Unexpected token"), "{message}");
+        }
+    }
+}

@@ -240,9 +240,9 @@ impl Spilling {
         let deep = buf
             .get(buf.len().saturating_sub(FILTER)..)
             .unwrap_or_default();
-        let (error, units, byte) = match self.progress {
+        let (error, units, byte, worded) = match self.progress {
             Progress::Failed {
-                mut error,
+                error,
                 units,
                 byte,
                 next,
@@ -250,12 +250,15 @@ impl Spilling {
                 ..
             } => {
                 // V8 reads an escape a UTF-16 unit at a time: half of an
-                // astral character is an unexpected token.
+                // astral character is an unexpected token (in its words;
+                // the error stays a bad escape, as for a frame read whole).
                 let after = next.get(..usize::from(got)).unwrap_or_default();
-                if error.kind == JsonErrorKind::BadEscape && is_astral(byte, after) {
-                    error.kind = JsonErrorKind::UnexpectedToken(byte);
-                }
-                (error, units, byte)
+                let worded = if error.kind == JsonErrorKind::BadEscape && is_astral(byte, after) {
+                    JsonErrorKind::UnexpectedToken(byte)
+                } else {
+                    error.kind
+                };
+                (error, units, byte, worded)
             }
             Progress::Reading {
                 scan,
@@ -269,11 +272,11 @@ impl Spilling {
                     };
                     return (verdict, None);
                 }
-                Err(e) => (e, units.before_next(), 0),
+                Err(e) => (e, units.before_next(), 0, e.kind),
             },
         };
         let first_line = error.offset <= self.first_lf;
-        let message = match error.kind {
+        let message = match worded {
             JsonErrorKind::TooDeep { .. } => None,
             kind => Some(V8Message::at(kind, units as usize, byte)),
         };
