@@ -155,3 +155,36 @@ fn an_escaped_astral_character_is_the_same_error_in_any_buffer() {
         }
     }
 }
+
+/// V0 passes unknown members through. When one of several is too large
+/// for the buffer, it alone stands in: the others keep their values,
+/// though one bit (`StandIns::unlisted`) covers them all (a fuzz find: the
+/// comparison took every unlisted member for a stand-in).
+#[test]
+fn one_unlisted_member_stands_in_and_the_others_keep_their_values() {
+    let event = format!(
+        r#"{{"type":"REASONING_START","messageId":"r","small":"kept","large":{{"k":"{}"}},"also":[1]}}"#,
+        "x".repeat(600)
+    );
+    let stream = common::sse(&[
+        r#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#.to_string(),
+        event,
+    ]);
+    let (whole, _) = run(&stream, Dialect::V0, 1 << 16, 1 << 16);
+    let (small, _) = run(&stream, Dialect::V0, 512, 7);
+    let (w, s) = (&whole[1], &small[1]);
+    assert!(s.2.unlisted() && s.2.covers("small") && s.2.covers("large"));
+    let text = String::from_utf8_lossy(&s.1);
+    assert!(
+        text.contains(r#""small":"kept""#)
+            && text.contains(r#""large":{}"#)
+            && text.contains(r#""also":[1]"#),
+        "{text}"
+    );
+    assert!(same_but_stand_ins(&w.1, &s.1, s.2));
+    // A kept value that differs from the whole one is still a difference.
+    let changed = String::from_utf8(s.1.clone())
+        .unwrap()
+        .replace("kept", "lost");
+    assert!(!same_but_stand_ins(&w.1, changed.as_bytes(), s.2));
+}

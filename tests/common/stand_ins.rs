@@ -2,7 +2,7 @@
 //! (shared with the `pipeline` fuzz target).
 
 use agui_stream::{
-    StandIns,
+    Key, StandIns,
     json::MAX_DEPTH,
     json::{JsonKind, Limits, RawJson},
 };
@@ -10,28 +10,49 @@ use agui_stream::{
 /// `small` (an encoded event with `stand_ins`) is `whole` but for its
 /// stand-ins, each the empty value of the kind `whole` has there (a run's
 /// `input` stands in with its `messages` emptied); members are compared as
-/// the encoder wrote them.
+/// the encoder wrote them. One bit holds every member whose name is no
+/// key, so each of those is either its value or a stand-in.
 pub fn same_but_stand_ins(whole: &[u8], small: &[u8], stand_ins: StandIns) -> bool {
-    let members = |json: &[u8], empty: bool| -> Option<Vec<(String, Vec<u8>)>> {
+    let members = |json: &[u8]| -> Option<Vec<(String, JsonKind, Vec<u8>)>> {
         let limits = Limits {
             max_depth: MAX_DEPTH,
         };
         let object = RawJson::parse(json, limits).ok()?;
-        let members = object.members().map(|(name, value)| {
-            let name = name.to_string();
-            let stood_in = stand_ins.covers(&name);
-            let bytes: Vec<u8> = match value.kind() {
-                JsonKind::Object if stood_in && name == "input" => without_messages(value),
-                JsonKind::String if stood_in && empty => b"\"\"".to_vec(),
-                JsonKind::Array if stood_in && empty => b"[]".to_vec(),
-                JsonKind::Object if stood_in && empty => b"{}".to_vec(),
-                _ => value.as_bytes().to_vec(),
-            };
-            (name, bytes)
-        });
+        let members = object
+            .members()
+            .map(|(name, value)| (name.to_string(), value.kind(), value.as_bytes().to_vec()));
         Some(members.collect())
     };
-    !stand_ins.is_empty() && members(small, false).is_some_and(|m| Some(m) == members(whole, true))
+    let (Some(whole), Some(small)) = (members(whole), members(small)) else {
+        return false;
+    };
+    let stood_in = |name: &str, kind: JsonKind, whole: &[u8]| -> Option<Vec<u8>> {
+        if !stand_ins.covers(name) {
+            return None;
+        }
+        Some(match kind {
+            JsonKind::Object if name == "input" => {
+                without_messages(RawJson::parse(whole, Limits::new()).ok()?)
+            }
+            JsonKind::String => b"\"\"".to_vec(),
+            JsonKind::Array => b"[]".to_vec(),
+            JsonKind::Object => b"{}".to_vec(),
+            _ => return None,
+        })
+    };
+    !stand_ins.is_empty()
+        && whole.len() == small.len()
+        && whole.iter().zip(&small).all(|((wn, wk, wv), (sn, _, sv))| {
+            let empty = stood_in(wn, *wk, wv);
+            let keyed = Key::from_bytes(wn.as_bytes()).is_some();
+            wn == sn
+                && match empty {
+                    // A key's bit is its own: a stand-in.
+                    Some(empty) if keyed => &empty == sv,
+                    Some(empty) => &empty == sv || wv == sv,
+                    None => wv == sv,
+                }
+        })
 }
 
 /// An encoded object with its `messages` emptied.

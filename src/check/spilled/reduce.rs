@@ -90,14 +90,15 @@ impl StandIns {
         self.has(key as u8)
     }
 
-    /// The value of a member whose name is no [`Key`] is a stand-in (an
-    /// unknown member, which V0 passes through).
+    /// The value of a member whose name is no [`Key`] (an unknown member,
+    /// which V0 passes through) is a stand-in. One bit holds them all: with
+    /// several such members, each is its value or a stand-in.
     pub const fn unlisted(self) -> bool {
         self.has(UNLISTED)
     }
 
-    /// The member called `name` is a stand-in (by its [`Key`], or as an
-    /// unlisted member).
+    /// The member called `name` is a stand-in (by its [`Key`]), or may be
+    /// one (an unlisted member, see [`unlisted`](Self::unlisted)).
     pub fn covers(self, name: &str) -> bool {
         match Key::from_bytes(name.as_bytes()) {
             Some(k) => self.contains(k),
