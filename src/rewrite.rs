@@ -511,7 +511,7 @@ const COALESCE: u64 = 2048;
 /// one is then checked for a bare `data` line before it: at the start of
 /// `chunk` or after a LF (the only places, besides a part's start, where
 /// one can start in bytes without CR). `tests::plain_chunks_need_no_relining`
-/// compares it with `relines::needed` on every part of its chunks.
+/// compares it with `relines::check` on every part of its chunks.
 fn no_bare_data(chunk: &[u8]) -> bool {
     if !crate::fast::paths() {
         return memchr::memmem::find(chunk, b"data\n").is_none();
@@ -632,6 +632,9 @@ pub struct Rewriter<
     accounted: u64,
     /// The last block written ended in CR: a leading LF is its CRLF's.
     after_cr: bool,
+    /// How far the input line written last is a bare `data` (a block that
+    /// goes out ahead of its verdict may stop mid-line).
+    line: relines::Progress,
     scan: BlockEnd,
     options: Options,
     stats: Stats,
@@ -677,6 +680,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             raw_len: 0,
             accounted: 0,
             after_cr: false,
+            line: relines::LINE_START,
             scan: BlockEnd::new(),
             options,
             stats: Stats::default(),
@@ -1098,6 +1102,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             chunk_plain,
             accounted: &mut self.accounted,
             after_cr: &mut self.after_cr,
+            line: &mut self.line,
             stats: &mut self.stats,
             options: self.options,
             frame: None,
@@ -1387,6 +1392,8 @@ struct Forward<'a, W: ?Sized> {
     chunk_plain: Option<bool>,
     accounted: &'a mut u64,
     after_cr: &'a mut bool,
+    /// See [`Rewriter::line`].
+    line: &'a mut relines::Progress,
     stats: &'a mut Stats,
     options: Options,
     /// The frame whose output is being written, and whether its bytes were.
@@ -1495,14 +1502,21 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
         }
         let parts = self.parts(a, b);
         let [x, y] = parts;
-        if x.is_empty() && !*self.after_cr && (y.is_empty() || self.chunk_plain()) {
-            // Fast path, the same answer as `relines::needed`: bytes wholly
+        let line = *self.line;
+        if x.is_empty()
+            && !*self.after_cr
+            && line == relines::LINE_START
+            && (y.is_empty() || self.chunk_plain())
+        {
+            // Fast path, the same answer as `relines::check`: bytes wholly
             // in a plain chunk have no CR, and a bare `data` line in them
-            // would be at their start or after a LF in the chunk.
+            // would be at their start or after a LF in the chunk; ending
+            // in LF, they leave the next line at its start.
             if y.is_empty() {
                 return false;
             }
             if !y.starts_with(b"data\n")
+                && y.last() == Some(&b'\n')
                 && (self.stats.bytes_out > 0 || !y.starts_with(b"\xEF\xBB\xBF"))
             {
                 self.write_chunk(a, b);
@@ -1516,21 +1530,26 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
         }
         self.flush();
         let skip_lf = core::mem::replace(self.after_cr, false);
-        if relines::needed(parts, skip_lf) {
-            let mut out = Counted {
-                out: &mut *self.out,
-                bytes: &mut self.stats.bytes_out,
-            };
-            if relines::write(parts, skip_lf, &mut out).is_err() {
-                self.failed = true;
+        match relines::check(parts, skip_lf, line) {
+            Ok(after) => {
+                for part in parts {
+                    self.write(part);
+                }
+                *self.line = after;
+                false
             }
-            *self.after_cr = parts.iter().rev().find_map(|p| p.last()) == Some(&b'\r');
-            true
-        } else {
-            for part in parts {
-                self.write(part);
+            Err(relines::Needed) => {
+                let mut out = Counted {
+                    out: &mut *self.out,
+                    bytes: &mut self.stats.bytes_out,
+                };
+                match relines::write(parts, skip_lf, line, &mut out) {
+                    Ok(after) => *self.line = after,
+                    Err(BufferFull) => self.failed = true,
+                }
+                *self.after_cr = parts.iter().rev().find_map(|p| p.last()) == Some(&b'\r');
+                true
             }
-            false
         }
     }
 
@@ -1581,6 +1600,7 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
             && info.terminated
             && info.plain
             && !*self.after_cr
+            && *self.line == relines::LINE_START
             && self.stats.bytes_out > 0
             && self.frame != Some(info.index)
             && *self.accounted == info.start
@@ -1619,6 +1639,7 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
     /// stream stops with `code` and `message`.
     fn cut(&mut self, code: &str, message: &dyn fmt::Display) -> ControlFlow<()> {
         self.write(CUT);
+        *self.line = relines::LINE_START;
         *self.streamed = 0;
         self.frame_streamed = false;
         self.stats.cut = self.stats.cut.saturating_add(1);
@@ -1899,17 +1920,24 @@ mod relines {
         End { bare_data: bool },
     }
 
-    /// Walks the lines of `parts` (with `skip_lf`, a leading LF ends no
-    /// line). Stops at the first `Err`.
+    /// How far the line so far is a bare `data`: `Some(n)`, it is the
+    /// first `n` bytes of `data`; `None`, it cannot be one.
+    pub(super) type Progress = Option<usize>;
+
+    /// A line not begun yet.
+    pub(super) const LINE_START: Progress = Some(0);
+
+    /// Walks the lines of `parts`, the first of which is `line` so far
+    /// (with `skip_lf`, a leading LF ends no line). Stops at the first
+    /// `Err`; else returns how far the last line (unended) is a `data`.
     fn walk<E>(
         parts: [&[u8]; 2],
         skip_lf: bool,
+        line: Progress,
         mut visit: impl FnMut(Piece<'_>) -> Result<(), E>,
-    ) -> Result<(), E> {
+    ) -> Result<Progress, E> {
         let mut after_cr = skip_lf;
-        // How much of the line so far matches `data`, or `None` once it
-        // cannot be a bare `data` line.
-        let mut data: Option<usize> = Some(0);
+        let mut data = line;
         for part in parts {
             let mut rest = part;
             while !rest.is_empty() {
@@ -1932,36 +1960,46 @@ mod relines {
                     })?;
                 }
                 after_cr = c == b'\r';
-                data = Some(0);
+                data = LINE_START;
                 rest = tail;
             }
         }
-        Ok(())
+        Ok(data)
     }
 
-    /// True if the bytes read differently to the reference client than to a
+    /// The bytes read differently to the reference client than to a
     /// WHATWG parser (or start with the LF of a CRLF already written).
-    pub(super) fn needed(parts: [&[u8]; 2], skip_lf: bool) -> bool {
+    pub(super) struct Needed;
+
+    /// `Ok` with how far the last line is a `data` if `parts` (after a
+    /// line that is `line` so far) can go out as they are.
+    pub(super) fn check(
+        parts: [&[u8]; 2],
+        skip_lf: bool,
+        line: Progress,
+    ) -> Result<Progress, Needed> {
         if parts.iter().any(|p| memchr::memchr(b'\r', p).is_some())
             || (skip_lf
                 && parts.iter().find(|p| !p.is_empty()).and_then(|p| p.first()) == Some(&b'\n'))
         {
-            return true;
+            return Err(Needed);
         }
-        walk(parts, false, |piece| match piece {
-            Piece::End { bare_data: true } => Err(()),
+        walk(parts, false, line, |piece| match piece {
+            Piece::End { bare_data: true } => Err(Needed),
             _ => Ok(()),
         })
-        .is_err()
     }
 
-    /// Writes `parts` with LF line ends and bare `data` lines as `data:`.
+    /// Writes `parts` (after a line that is `line` so far) with LF line
+    /// ends and bare `data` lines as `data:`; returns how far the last
+    /// line is a `data`.
     pub(super) fn write<W: Write + ?Sized>(
         parts: [&[u8]; 2],
         skip_lf: bool,
+        line: Progress,
         out: &mut W,
-    ) -> Result<(), BufferFull> {
-        walk(parts, skip_lf, |piece| match piece {
+    ) -> Result<Progress, BufferFull> {
+        walk(parts, skip_lf, line, |piece| match piece {
             Piece::Line(line) => out.write_bytes(line),
             Piece::End { bare_data } => {
                 if bare_data {
@@ -2081,7 +2119,8 @@ mod tests {
                 for b in a..=chunk.len() {
                     let y = &chunk[a..b];
                     if plain && !y.starts_with(b"data\n") {
-                        assert!(!relines::needed([&[], y], false), "{chunk:?} {a}..{b}");
+                        let fine = relines::check([&[], y], false, relines::LINE_START).is_ok();
+                        assert!(fine, "{chunk:?} {a}..{b}");
                     }
                 }
             }

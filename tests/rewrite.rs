@@ -889,6 +889,46 @@ fn an_endless_bad_line_stops_the_stream() {
     assert_eq!(r.stats().cut, 1);
 }
 
+/// A block that goes out ahead of its verdict (through 64-byte buffers
+/// here) may stop mid-line: the next piece goes on with that line. A line
+/// that merely ends in `data` is not re-lined, and a bare `data` line
+/// split between pieces is (a fuzz find: each piece was read as starting
+/// a line).
+#[test]
+fn a_block_streamed_in_pieces_is_re_lined_as_a_whole() {
+    let block = format!(
+        "data: {{\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"{}\"}}\n: {}data\ndata\n: {}\n\n",
+        "s".repeat(600),
+        "x".repeat(100),
+        "z".repeat(40)
+    );
+    let mut stream = common::sse(&[RUN_STARTED.to_string(), common::start("m")]);
+    stream.extend_from_slice(block.as_bytes());
+    // A block without data.
+    let comment = format!(": {}data\n: {}\n\n", "x".repeat(600), "z".repeat(40));
+    stream.extend_from_slice(comment.as_bytes());
+    stream.extend_from_slice(&common::sse(&[common::end("m"), RUN_FINISHED.to_string()]));
+    let (whole, _) = rewrite(&stream, Config::new(), Options::new(), stream.len());
+    let text = String::from_utf8_lossy(&whole);
+    assert!(text.contains("xdata\ndata:\n: z"), "{text}");
+    for piece in 1..=120 {
+        let (mut frames, mut raw) = ([0u8; 64], [0u8; 64]);
+        let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+        let mut small = Vec::new();
+        for p in stream.chunks(piece) {
+            r.push(p, &mut small).unwrap();
+        }
+        r.finish(&mut small).unwrap();
+        assert!(r.stats().streamed >= 2);
+        assert!(
+            small == whole,
+            "{piece}-byte pushes:\n{}\n{}",
+            small.escape_ascii(),
+            whole.escape_ascii()
+        );
+    }
+}
+
 /// A block without data that never ended is forwarded at the end, and
 /// terminated with the repair, whether or not it outgrew the raw buffer
 /// (found by the fuzzer: through small buffers it had gone out already).
