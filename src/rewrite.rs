@@ -1822,9 +1822,13 @@ impl<W: Write + ?Sized> Forward<'_, W> {
             || (self.options.drop_raw
                 && event.event_type() != EventType::Raw
                 && event.get(Key::RawEvent).is_some());
-        let left_out = !self.filter.keeps(event)
-            || (self.options.drop_raw && event.event_type() == EventType::Raw);
-        if self.frame_streamed && (encoded || left_out) {
+        // (The filter is asked here only for a streamed frame: `check`
+        // below asks it again.)
+        let left_out = || {
+            !self.filter.keeps(event)
+                || (self.options.drop_raw && event.event_type() == EventType::Raw)
+        };
+        if self.frame_streamed && (encoded || left_out()) {
             // Part of its bytes went out already.
             return self.cut_unencodable();
         }

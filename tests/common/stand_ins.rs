@@ -13,27 +13,16 @@ use agui_stream::{
 /// the encoder wrote them. One bit holds every member whose name is no
 /// key, so each of those is either its value or a stand-in.
 pub fn same_but_stand_ins(whole: &[u8], small: &[u8], stand_ins: StandIns) -> bool {
-    let members = |json: &[u8]| -> Option<Vec<(String, JsonKind, Vec<u8>)>> {
-        let limits = Limits {
-            max_depth: MAX_DEPTH,
-        };
-        let object = RawJson::parse(json, limits).ok()?;
-        let members = object
-            .members()
-            .map(|(name, value)| (name.to_string(), value.kind(), value.as_bytes().to_vec()));
-        Some(members.collect())
-    };
     let (Some(whole), Some(small)) = (members(whole), members(small)) else {
         return false;
     };
-    let stood_in = |name: &str, kind: JsonKind, whole: &[u8]| -> Option<Vec<u8>> {
+    // The empty value of its kind, if the member is covered.
+    let stood_in = |name: &str, value: RawJson<'_>| -> Option<Vec<u8>> {
         if !stand_ins.covers(name) {
             return None;
         }
-        Some(match kind {
-            JsonKind::Object if name == "input" => {
-                without_messages(RawJson::parse(whole, Limits::new()).ok()?)
-            }
+        Some(match value.kind() {
+            JsonKind::Object if name == "input" => without_messages(value),
             JsonKind::String => b"\"\"".to_vec(),
             JsonKind::Array => b"[]".to_vec(),
             JsonKind::Object => b"{}".to_vec(),
@@ -42,17 +31,34 @@ pub fn same_but_stand_ins(whole: &[u8], small: &[u8], stand_ins: StandIns) -> bo
     };
     !stand_ins.is_empty()
         && whole.len() == small.len()
-        && whole.iter().zip(&small).all(|((wn, wk, wv), (sn, _, sv))| {
-            let empty = stood_in(wn, *wk, wv);
-            let keyed = Key::from_bytes(wn.as_bytes()).is_some();
-            wn == sn
-                && match empty {
-                    // A key's bit is its own: a stand-in.
-                    Some(empty) if keyed => &empty == sv,
-                    Some(empty) => &empty == sv || wv == sv,
-                    None => wv == sv,
-                }
-        })
+        && whole
+            .iter()
+            .zip(&small)
+            .all(|((name, whole), (small_name, s))| {
+                let (w, s) = (whole.as_bytes(), s.as_bytes());
+                name == small_name
+                    && match stood_in(name, *whole) {
+                        // A key's bit is its own: a stand-in.
+                        Some(empty) if Key::from_bytes(name.as_bytes()).is_some() => empty == s,
+                        // One bit covers every member whose name is no key.
+                        Some(empty) => empty == s || w == s,
+                        None => w == s,
+                    }
+            })
+}
+
+/// The members of the object `json` (encoded), by name.
+fn members(json: &[u8]) -> Option<Vec<(String, RawJson<'_>)>> {
+    let limits = Limits {
+        max_depth: MAX_DEPTH,
+    };
+    let object = RawJson::parse(json, limits).ok()?;
+    Some(
+        object
+            .members()
+            .map(|(name, value)| (name.to_string(), value))
+            .collect(),
+    )
 }
 
 /// An encoded object with its `messages` emptied.
