@@ -2,32 +2,19 @@
 //! (shared with the `pipeline` fuzz target).
 
 use agui_stream::{
-    Key, StandIns,
+    StandIns,
     json::MAX_DEPTH,
     json::{JsonKind, Limits, RawJson},
 };
 
 /// `small` (an encoded event with `stand_ins`) is `whole` but for its
-/// stand-ins, each the empty value of the kind `whole` has there (a run's
-/// `input` stands in with its `messages` emptied); members are compared as
-/// the encoder wrote them. One bit holds every member whose name is no
-/// key, so each of those is either its value or a stand-in.
+/// stand-ins: each covered member is a reduction of its whole value
+/// ([`reduction_of`]); members are compared as the encoder wrote them. One
+/// bit holds every member whose name is no key, so each of those is either
+/// its value or a reduction of it.
 pub fn same_but_stand_ins(whole: &[u8], small: &[u8], stand_ins: StandIns) -> bool {
     let (Some(whole), Some(small)) = (members(whole), members(small)) else {
         return false;
-    };
-    // The empty value of its kind, if the member is covered.
-    let stood_in = |name: &str, value: RawJson<'_>| -> Option<Vec<u8>> {
-        if !stand_ins.covers(name) {
-            return None;
-        }
-        Some(match value.kind() {
-            JsonKind::Object if name == "input" => without_messages(value),
-            JsonKind::String => b"\"\"".to_vec(),
-            JsonKind::Array => b"[]".to_vec(),
-            JsonKind::Object => b"{}".to_vec(),
-            _ => return None,
-        })
     };
     !stand_ins.is_empty()
         && whole.len() == small.len()
@@ -35,16 +22,46 @@ pub fn same_but_stand_ins(whole: &[u8], small: &[u8], stand_ins: StandIns) -> bo
             .iter()
             .zip(&small)
             .all(|((name, whole), (small_name, s))| {
-                let (w, s) = (whole.as_bytes(), s.as_bytes());
                 name == small_name
-                    && match stood_in(name, *whole) {
-                        // A key's bit is its own: a stand-in.
-                        Some(empty) if Key::from_bytes(name.as_bytes()).is_some() => empty == s,
-                        // One bit covers every member whose name is no key.
-                        Some(empty) => empty == s || w == s,
-                        None => w == s,
+                    && match stand_ins.covers(name) {
+                        true => reduction_of(*whole, *s),
+                        false => whole.as_bytes() == s.as_bytes(),
                     }
             })
+}
+
+/// `small` is `whole` with values replaced by the empty value of their kind
+/// (`""`, or `" "` for a non-empty string whose truthiness a rule reads,
+/// `{}`, `[]`) and elements of arrays let go, at any depth: an object has
+/// the same members, each a reduction; an array's elements are reductions
+/// of a subsequence of the whole's.
+pub fn reduction_of(whole: RawJson<'_>, small: RawJson<'_>) -> bool {
+    if whole.as_bytes() == small.as_bytes() {
+        return true;
+    }
+    match (whole.kind(), small.kind()) {
+        (JsonKind::String, JsonKind::String) => {
+            matches!(small.as_bytes(), b"\"\"" | b"\" \"")
+        }
+        (JsonKind::Object, JsonKind::Object) => {
+            if small.as_bytes() == b"{}" {
+                return true;
+            }
+            let w: Vec<_> = whole.members().collect();
+            let s: Vec<_> = small.members().collect();
+            w.len() == s.len()
+                && w.iter()
+                    .zip(&s)
+                    .all(|((wn, wv), (sn, sv))| wn.raw() == sn.raw() && reduction_of(*wv, *sv))
+        }
+        (JsonKind::Array, JsonKind::Array) => {
+            let mut w = whole.elements();
+            small
+                .elements()
+                .all(|s| w.by_ref().any(|candidate| reduction_of(candidate, s)))
+        }
+        _ => false,
+    }
 }
 
 /// The members of the object `json` (encoded), by name.
@@ -59,23 +76,4 @@ fn members(json: &[u8]) -> Option<Vec<(String, RawJson<'_>)>> {
             .map(|(name, value)| (name.to_string(), value))
             .collect(),
     )
-}
-
-/// An encoded object with its `messages` emptied.
-fn without_messages(object: RawJson<'_>) -> Vec<u8> {
-    let mut out = b"{".to_vec();
-    for (i, (name, value)) in object.members().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.push(b'"');
-        out.extend_from_slice(name.raw());
-        out.extend_from_slice(b"\":");
-        match name.to_string().as_str() {
-            "messages" => out.extend_from_slice(b"[]"),
-            _ => out.extend_from_slice(value.as_bytes()),
-        }
-    }
-    out.push(b'}');
-    out
 }

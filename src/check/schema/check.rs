@@ -417,7 +417,7 @@ pub(crate) fn omitted(e: RawJson<'_>, item: &Shape, array: RawJson<'_>) -> bool 
 }
 
 /// True if `e` is a legacy binary part the boundary upgrades.
-fn is_legacy_binary(e: RawJson<'_>, item: &Shape) -> bool {
+pub(crate) fn is_legacy_binary(e: RawJson<'_>, item: &Shape) -> bool {
     match *item {
         // Only a union with a legacy variant (content parts) is worth
         // reading the element's tag for.

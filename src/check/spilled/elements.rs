@@ -1,86 +1,79 @@
-//! The arrays of a spilled frame read element by element: a message
-//! history (MESSAGES_SNAPSHOT `messages`, RUN_STARTED `input.messages`) or
-//! a JSON Patch (STATE_DELTA `delta`, ACTIVITY_DELTA `patch`) that does not
-//! fit the buffer. Each
-//! element is checked against the array's item shape as it closes and let
-//! go; a message's owner records are kept as forgotten ones
-//! ([`verify::stage`]). The first element that fails stays in the stand-in
-//! (the rest of the array is dropped), so the stand-in fails the same
-//! check, at the same member, as the whole frame would.
+//! Elements of a spilling array let go: each is checked against the
+//! array's item shape on its reduced form (the stand-in's bytes of it) and
+//! dropped if it passes; the first that fails stays, so the stand-in fails
+//! the same check at the same member as the whole frame. The records a
+//! history's messages and their tool calls make are kept as forgotten ones
+//! ([`verify::stage`]), in a filter in the buffer's last [`FILTER`] bytes.
 
-use crate::check::schema::{self, Dialect, SchemaObject, Shape, Site};
+use super::place::List;
+use crate::check::schema::{self, Fault, SchemaObject, Shape, Site, Special, Verdict};
 use crate::check::verify;
-use crate::event_type::{EventType, Key, Member};
 use crate::input::json::RawJson;
 
 /// Bytes at the end of the frame buffer that hold the forgotten records'
-/// filter while an array is read element by element.
+/// filter once a history's elements are let go.
 pub(super) const FILTER: usize = verify::STAGED_BYTES;
 
-/// The smallest buffer an array is read element by element in.
+/// The smallest buffer a history is read element by element in.
 pub(super) const MIN_BUFFER: usize = 512;
-
-/// The member of `ty` that is read element by element.
-pub(super) const fn element_key(ty: EventType) -> Option<Key> {
-    match ty {
-        EventType::MessagesSnapshot => Some(Key::Messages),
-        EventType::StateDelta => Some(Key::Delta),
-        EventType::ActivityDelta => Some(Key::Patch),
-        // A run's input: its `messages`.
-        EventType::RunStarted => Some(Key::Input),
-        _ => None,
-    }
-}
-
-/// The item shape of member `key` of `ty`, if it is read element by
-/// element.
-pub(super) fn item(dialect: Dialect, ty: EventType, key: Key) -> Option<&'static Shape> {
-    if element_key(ty) != Some(key) {
-        return None;
-    }
-    let field = schema::event_fields(dialect, ty)
-        .iter()
-        .find(|f| f.key == key)?;
-    let shape = match field.shape {
-        Shape::Object(input) => {
-            &input
-                .fields
-                .iter()
-                .find(|f| f.name == Member::Messages)?
-                .shape
-        }
-        ref shape => shape,
-    };
-    match shape {
-        Shape::Array(item) => Some(item),
-        _ => None,
-    }
-}
 
 /// What checking one element came to.
 pub(super) enum Element {
-    /// It passes; a message made records owned by the parent (`Some(false)`)
-    /// or a subagent (`Some(true)`).
-    Passes(Option<bool>),
-    /// It fails: the stand-in keeps it.
+    /// It passes: kept by the schema (`true`) or dropped by V1's
+    /// stripping (`false`).
+    Passes(bool),
+    /// It fails (or exceeds a budget of the check): it stays.
     Fails,
 }
 
-/// Checks `element` (one whole, well-formed element of `ty`'s array, of
-/// items `item`) and adds a message's records to `filter`.
-pub(super) fn check(element: &[u8], item: &Shape, ty: EventType, filter: &mut [u8]) -> Element {
-    let v = RawJson::trusted(element);
+/// Checks `element` (one whole element of the stand-in, of items `item`).
+pub(super) fn check(element: &[u8], item: &Shape) -> Element {
     let site = Site {
         object: SchemaObject::Event,
         field: None,
     };
-    if schema::check(v, item, site).is_err() {
-        return Element::Fails;
+    match schema::check(RawJson::trusted(element), item, site) {
+        Ok(v) => Element::Passes(v == Verdict::Keep),
+        Err(Fault::Schema(..) | Fault::LegacyPartBudget) => Element::Fails,
     }
-    match ty {
-        EventType::MessagesSnapshot | EventType::RunStarted => {
-            Element::Passes(verify::stage(v, filter))
+}
+
+/// Adds the records a passing element of a `list` makes to `filter`: a
+/// message's owner (`Some(true)` for a subagent) or `None`.
+pub(super) fn stage(element: &[u8], list: List, filter: &mut [u8]) -> Option<bool> {
+    let v = RawJson::trusted(element);
+    match list {
+        List::History => verify::stage(v, filter),
+        List::Calls => {
+            verify::stage_tool_call(v, filter);
+            None
         }
-        _ => Element::Passes(None),
+        List::Plain | List::NonEmpty => None,
     }
+}
+
+/// Whether elements of shape `item` may be legacy binary parts, which
+/// the schema's comparison budget counts.
+pub(super) fn legacy_parts(item: &Shape) -> bool {
+    match *item {
+        Shape::Union(u) => u
+            .variants
+            .iter()
+            .any(|(_, o)| o.special == Special::LegacyBinary),
+        _ => false,
+    }
+}
+
+/// Whether `element` counts against the legacy-part budget of its array.
+pub(super) fn legacy(element: &[u8], item: &Shape) -> bool {
+    schema::is_legacy_binary(RawJson::trusted(element), item)
+}
+
+/// The owner of a history message whose tool calls were let go:
+/// `true` for a subagent.
+pub(super) fn owned_by_subagent(message: &[u8]) -> bool {
+    RawJson::trusted(message)
+        .get("subagentRunId")
+        .and_then(|v| v.as_str())
+        .is_some()
 }

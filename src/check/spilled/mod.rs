@@ -10,13 +10,16 @@
 //! Nothing but this small state and the buffer is used.
 
 mod elements;
+mod place;
 mod reduce;
+mod stand_ins;
 mod utf16;
 
 use elements::FILTER;
+pub(crate) use reduce::Reduced;
 use reduce::Reducer;
-pub use reduce::StandIns;
-pub(crate) use reduce::{Reduced, allowed};
+pub use stand_ins::StandIns;
+pub(crate) use stand_ins::allowed;
 use utf16::Utf16Count;
 
 use crate::check::schema::Dialect;
@@ -27,6 +30,7 @@ use crate::input::sse::SpillSink;
 /// The state of a spilling frame, or the message of the last JSON error:
 /// the framer's spill sink (one or the other is needed at a time).
 #[derive(Clone, Copy, Debug)]
+#[allow(clippy::large_enum_variant)] // the state of a stream, held inline (no heap)
 pub(crate) enum JsonState {
     /// The last JSON syntax error, as V8 words it, and the dialect the
     /// next spilling frame is read in.
@@ -91,23 +95,84 @@ pub(crate) struct Spilling {
 
 /// How far a spilling payload has been read.
 #[derive(Clone, Copy, Debug)]
+#[allow(clippy::large_enum_variant)] // held inline, in the state above
 enum Progress {
     Reading {
         scan: Scanner<1>,
         /// UTF-16 units of the bytes seen, as the reference decodes them.
         units: Utf16Count,
+        /// The last bytes seen.
+        recent: Quote,
         stand_in: Reducer,
     },
-    /// The first syntax error, with the UTF-16 units before it, the byte
-    /// there and up to three after it (for V8's message).
+    /// The first syntax error, with the UTF-16 units before it and the
+    /// bytes around it (for V8's message, which quotes them).
     Failed {
         error: ScanError,
         units: u32,
-        byte: u8,
-        next: [u8; 3],
-        got: u8,
+        before: Quote,
+        /// From the error's byte on.
+        rest: Quote,
         dialect: Dialect,
     },
+}
+
+/// Bytes that hold ten UTF-16 units (three bytes each at most, or four
+/// for two), with room for a character cut at the start.
+const QUOTE: usize = 40;
+
+/// Up to [`QUOTE`] bytes of the payload: the last ones seen, or the first
+/// from an error on.
+#[derive(Clone, Copy, Debug)]
+struct Quote {
+    bytes: [u8; QUOTE],
+    len: u8,
+}
+
+impl Quote {
+    const fn new() -> Self {
+        Quote {
+            bytes: [0; QUOTE],
+            len: 0,
+        }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        self.bytes.get(..usize::from(self.len)).unwrap_or_default()
+    }
+
+    fn is_full(&self) -> bool {
+        usize::from(self.len) == QUOTE
+    }
+
+    /// Keeps the last [`QUOTE`] bytes of what it held and `bytes`.
+    fn keep_last(&mut self, bytes: &[u8]) {
+        let n = bytes.len().min(QUOTE);
+        let held = usize::from(self.len).min(QUOTE.saturating_sub(n));
+        self.bytes.copy_within(
+            usize::from(self.len).saturating_sub(held)..usize::from(self.len),
+            0,
+        );
+        let tail = bytes
+            .get(bytes.len().saturating_sub(n)..)
+            .unwrap_or_default();
+        if let Some(dst) = self.bytes.get_mut(held..held.saturating_add(n)) {
+            dst.copy_from_slice(tail);
+        }
+        self.len = u8::try_from(held.saturating_add(n)).unwrap_or(0);
+    }
+
+    /// Adds the first of `bytes` while there is room.
+    fn fill(&mut self, bytes: &[u8]) {
+        let at = usize::from(self.len);
+        let n = bytes.len().min(QUOTE.saturating_sub(at));
+        if let (Some(dst), Some(src)) =
+            (self.bytes.get_mut(at..at.saturating_add(n)), bytes.get(..n))
+        {
+            dst.copy_from_slice(src);
+            self.len = u8::try_from(at.saturating_add(n)).unwrap_or(0);
+        }
+    }
 }
 
 /// What a spilled frame came to.
@@ -132,6 +197,7 @@ impl Spilling {
             progress: Progress::Reading {
                 scan: Scanner::new(Limits::new()),
                 units: Utf16Count::new(),
+                recent: Quote::new(),
                 stand_in: Reducer::new(dialect),
             },
         }
@@ -162,13 +228,14 @@ impl Spilling {
     /// `tail`, the last bytes of a `len`-byte buffer, if the stand-in can
     /// spare them.
     fn check(&mut self, bytes: &[u8], tail: &mut [u8], len: usize) {
-        let (scan, units, stand_in) = match &mut self.progress {
+        let (scan, units, recent, stand_in) = match &mut self.progress {
             Progress::Reading {
                 scan,
                 units,
+                recent,
                 stand_in,
-            } => (scan, units, stand_in),
-            Progress::Failed { next, got, .. } => return collect(next, got, bytes),
+            } => (scan, units, recent, stand_in),
+            Progress::Failed { rest, .. } => return rest.fill(bytes),
         };
         let seen = scan.fed();
         if self.first_lf == usize::MAX
@@ -192,22 +259,23 @@ impl Spilling {
             result = scan.feed_deep(bytes, tail);
         }
         match result {
-            Ok(()) => units.feed(bytes),
+            Ok(()) => {
+                units.feed(bytes);
+                recent.keep_last(bytes);
+            }
             Err(error) => {
                 let at = error.offset.saturating_sub(seen);
-                units.feed(bytes.get(..at).unwrap_or_default());
-                let (mut next, mut got) = ([0; 3], 0);
-                collect(
-                    &mut next,
-                    &mut got,
-                    bytes.get(at.saturating_add(1)..).unwrap_or_default(),
-                );
+                let head = bytes.get(..at).unwrap_or_default();
+                units.feed(head);
+                let mut before = *recent;
+                before.keep_last(head);
+                let mut rest = Quote::new();
+                rest.fill(bytes.get(at..).unwrap_or_default());
                 self.progress = Progress::Failed {
                     error,
                     units: units.before_next(),
-                    byte: bytes.get(at).copied().unwrap_or(0),
-                    next,
-                    got,
+                    before,
+                    rest,
                     dialect: stand_in.dialect(),
                 };
             }
@@ -223,13 +291,17 @@ impl Spilling {
     }
 
     /// Whether the JSON already failed, with all [`finish`](Self::finish)
-    /// needs to word it (the bytes after a bad escape): its verdict is
-    /// then a JSON error however the frame goes on.
+    /// needs to word it (the text V8 quotes after an unexpected token or
+    /// a bad escape): its verdict is then a JSON error however the frame
+    /// goes on.
     pub(crate) fn failed(&self) -> bool {
         match self.progress {
-            Progress::Failed {
-                error, got, next, ..
-            } => error.kind != JsonErrorKind::BadEscape || usize::from(got) == next.len(),
+            Progress::Failed { error, rest, .. } => {
+                !matches!(
+                    error.kind,
+                    JsonErrorKind::BadEscape | JsonErrorKind::UnexpectedToken(_)
+                ) || rest.is_full()
+            }
             Progress::Reading { .. } => false,
         }
     }
@@ -240,29 +312,18 @@ impl Spilling {
         let deep = buf
             .get(buf.len().saturating_sub(FILTER)..)
             .unwrap_or_default();
-        let (error, units, byte, worded) = match self.progress {
+        let (error, units, before, rest) = match self.progress {
             Progress::Failed {
                 error,
                 units,
-                byte,
-                next,
-                got,
+                before,
+                rest,
                 ..
-            } => {
-                // V8 reads an escape a UTF-16 unit at a time: half of an
-                // astral character is an unexpected token (in its words;
-                // the error stays a bad escape, as for a frame read whole).
-                let after = next.get(..usize::from(got)).unwrap_or_default();
-                let worded = if error.kind == JsonErrorKind::BadEscape && is_astral(byte, after) {
-                    JsonErrorKind::UnexpectedToken(byte)
-                } else {
-                    error.kind
-                };
-                (error, units, byte, worded)
-            }
+            } => (error, units, before, rest),
             Progress::Reading {
                 scan,
                 units,
+                recent,
                 stand_in,
             } => match scan.finish_deep(if stand_in.deep() { deep } else { &[] }) {
                 Ok(()) => {
@@ -272,44 +333,32 @@ impl Spilling {
                     };
                     return (verdict, None);
                 }
-                Err(e) => (e, units.before_next(), 0, e.kind),
+                Err(e) => (e, units.before_next(), recent, Quote::new()),
             },
         };
         let first_line = error.offset <= self.first_lf;
-        let message = match worded {
+        let message = match error.kind {
             JsonErrorKind::TooDeep { .. } => None,
-            kind => Some(V8Message::at(kind, units as usize, byte)),
+            // What arrived of the rest of the frame is all of it, unless
+            // the quote is full.
+            kind => Some(V8Message::around(
+                kind,
+                units as usize,
+                before.as_bytes(),
+                rest.as_bytes(),
+                !rest.is_full(),
+            )),
         };
         (Verdict::Json { error, first_line }, message)
     }
 }
 
-/// Keeps the first bytes after an error, up to three.
-fn collect(next: &mut [u8; 3], got: &mut u8, bytes: &[u8]) {
-    for &b in bytes {
-        let Some(slot) = next.get_mut(usize::from(*got)) else {
-            return;
-        };
-        *slot = b;
-        *got = got.saturating_add(1);
-    }
-}
-
-/// `lead` and `rest` are one well-formed four-byte UTF-8 sequence.
-fn is_astral(lead: u8, rest: &[u8]) -> bool {
-    let second = match lead {
-        0xF0 => 0x90..=0xBF,
-        0xF1..=0xF3 => 0x80..=0xBF,
-        0xF4 => 0x80..=0x8F,
-        _ => return false,
-    };
-    matches!(rest, [a, b, c] if second.contains(a) && (0x80..=0xBF).contains(b) && (0x80..=0xBF).contains(c))
-}
-
 /// The records a spilled frame's stand-in let go, in the buffer `buf`
 /// whose first `reduced.len` bytes are the stand-in.
 pub(crate) fn staged<'a>(reduced: &Reduced, buf: &'a [u8]) -> Option<Staged<'a>> {
-    reduced.checked?;
+    if !reduced.staged {
+        return None;
+    }
     Some(Staged {
         filter: buf.get(buf.len().checked_sub(FILTER)?..)?,
         parent: reduced.parent,

@@ -1,261 +1,236 @@
 //! A stand-in for a payload that outgrew the frame buffer, written into the
 //! buffer as the payload streams past: the payload without whitespace
-//! outside strings, and with the values of *opaque* root members (the ones
-//! no rule reads: `delta`, `content`, `snapshot`, …) that did not fit
-//! replaced by empty values of the same kind (`""`, `{}`, `[]`). The
-//! stand-in then goes through the stages like any frame; where a stand-in
-//! could change a verdict (a member whose shape looks inside the value),
-//! the pipeline reports the buffer's capacity instead
-//! ([`allowed`]).
+//! outside strings, reduced wherever it does not fit by one mechanism that
+//! follows the schema tables ([`place`]) at any depth:
 //!
-//! It reads JSON only as far as it needs to (strings, nesting, root
-//! members): the syntax is checked beside it, and a stand-in is used only
-//! for well-formed JSON.
-
-use core::fmt;
+//! - a value only whose kind is read (a `delta`, a message's `content`, a
+//!   tool's `parameters`, a patch operation's `value`, …) becomes the empty
+//!   value of its kind, the largest first (the one being read, or the
+//!   largest one already read);
+//! - an array whose elements the schema checks (a message history, content
+//!   parts, tools, a JSON Patch, …) lets go of the elements it holds: each
+//!   is checked on its reduced form as it goes ([`elements`]), and the
+//!   first that fails stays, with the rest of its array dropped.
+//!
+//! What a rule reads (types, ids, roles, tags, enums, pointers, numbers)
+//! is never reduced: where it does not fit, the frame is a capacity error.
+//! The stand-in then goes through the stages like any frame, so the verdict
+//! is the reference's. It reads JSON only as far as it needs to: the syntax
+//! is checked beside it, and a stand-in is used only for well-formed JSON.
 
 use super::elements::{self, Element, FILTER, MIN_BUFFER};
-use crate::check::schema::{self, Dialect, Shape};
+use super::place::{self, Ctx, List, Named, Place, Treat, Variant};
+use super::stand_ins::{ESCAPED, ROOT, StandIns, UNLISTED};
+use crate::check::schema::{Dialect, LEGACY_COMPARISON_BUDGET, Shape};
 use crate::event_type::{EventType, Key};
-use crate::input::json::{JsonKind, RawJson};
 
-/// The root members of a spilled frame whose values are stand-ins: the
-/// event's views show them as empty values of the same kind (see
-/// [`FrameInfo::stand_ins`](crate::FrameInfo::stand_ins)). An array read
-/// element by element (`messages`, a JSON Patch's `delta` or `patch`) shows
-/// empty, each element checked as it passed; a run's `input` shows its
-/// `messages` empty.
-///
-/// ```
-/// use agui_stream::{Config, Event, FrameInfo, Key, Pipeline};
-/// let delta = "x".repeat(10_000);
-/// let stream = format!(
-///     "data: {{\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}}\n\n\
-///      data: {{\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"m\"}}\n\n\
-///      data: {{\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"{delta}\"}}\n\n"
-/// );
-/// let mut buf = [0u8; 256]; // far smaller than the last frame
-/// let mut pipeline = Pipeline::new(&mut buf, Config::new());
-/// let mut last = None;
-/// let mut sink = |ev: &Event<'_>, f: &FrameInfo| last = Some((ev.delta().map(|d| d.raw().len()), *f));
-/// for piece in stream.as_bytes().chunks(1460) {
-///     pipeline.push(piece, &mut sink).unwrap();
-/// }
-/// let (delta_len, frame) = last.unwrap();
-/// assert!(frame.spilled && frame.stand_ins.contains(Key::Delta));
-/// assert_eq!(delta_len, Some(0)); // the delta's 10,000 bytes are in the stream, at frame.start..frame.end
-/// ```
-#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct StandIns(u64);
+/// Most objects and arrays the schema reads that are open at once: an
+/// event, a run's input, its history, a message, its content, a part and
+/// its source are seven.
+const FRAMES: usize = 8;
 
-/// The bit of members whose name is no [`Key`] (V1 strips them; V0 passes
-/// them through).
-const UNLISTED: u8 = 63;
-/// The bit of a root value that is not an object (a schema error whatever
-/// it holds).
-const ROOT: u8 = 62;
-/// A name with escapes (never cut).
-const ESCAPED: u8 = 61;
-/// No member.
-const NONE: u8 = u8::MAX;
-const _: () = assert!(crate::event_type::Key::COUNT < ESCAPED as usize);
-
-/// Members no stage reads the content of (only their kind, which a
-/// stand-in keeps). `delta` of a tool call is read when its arguments are
-/// checked ([`allowed`]).
-const OPAQUE: &[Key] = &[
-    Key::Delta,
-    Key::Content,
-    Key::Snapshot,
-    Key::Value,
-    Key::RawEvent,
-    Key::Result,
-    Key::Event,
-    Key::EncryptedValue,
-    Key::Metadata,
-    Key::Patch,
-    Key::Description,
-    Key::Title,
-];
-
-impl StandIns {
-    /// No member was replaced: the event's views are the whole event.
-    pub const fn is_empty(self) -> bool {
-        self.0 == 0
-    }
-
-    /// `key`'s value is a stand-in.
-    pub const fn contains(self, key: Key) -> bool {
-        self.has(key as u8)
-    }
-
-    /// The value of a member whose name is no [`Key`] (an unknown member,
-    /// which V0 passes through) is a stand-in. One bit holds them all: with
-    /// several such members, each is its value or a stand-in.
-    pub const fn unlisted(self) -> bool {
-        self.has(UNLISTED)
-    }
-
-    /// The member called `name` is a stand-in (by its [`Key`]), or may be
-    /// one (an unlisted member, see [`unlisted`](Self::unlisted)).
-    pub fn covers(self, name: &str) -> bool {
-        match Key::from_bytes(name.as_bytes()) {
-            Some(k) => self.contains(k),
-            None => self.unlisted(),
-        }
-    }
-
-    /// The keys whose values are stand-ins.
-    pub fn keys(self) -> impl Iterator<Item = Key> {
-        Key::ALL.iter().copied().filter(move |&k| self.contains(k))
-    }
-
-    /// The bits of the members that may be cut.
-    const fn opaque() -> u64 {
-        let mut mask = (1u64 << UNLISTED) | (1u64 << ROOT);
-        let mut rest = OPAQUE;
-        while let [key, tail @ ..] = rest {
-            mask |= 1u64 << (*key as u8);
-            rest = tail;
-        }
-        mask
-    }
-
-    const fn has(self, bit: u8) -> bool {
-        bit < 64 && self.0 & (1u64 << bit) != 0
-    }
-
-    fn add(&mut self, bit: u8) {
-        if bit < 64 {
-            self.0 |= 1u64 << bit;
-        }
-    }
+/// The frames open, innermost last.
+#[derive(Clone, Copy, Debug)]
+struct Stack {
+    frames: [Frame; FRAMES],
+    len: usize,
 }
 
-impl fmt::Debug for StandIns {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut list = f.debug_set();
-        list.entries(self.keys());
-        if self.unlisted() {
-            list.entry(&"(unlisted)");
-        }
-        list.finish()
-    }
-}
-
-/// Whether the stand-ins of `payload` (a stand-in the reducer wrote) leave
-/// its verdict the reference's: each replaced member's shape looks only at
-/// the kind of its value, and no rule reads it.
-/// `checked` is the member read element by element, if any.
-pub(crate) fn allowed(
-    stand_ins: StandIns,
-    checked: Option<Key>,
-    payload: &[u8],
-    dialect: Dialect,
-    check_tool_args: bool,
-) -> bool {
-    if stand_ins.is_empty() || stand_ins.has(ROOT) {
-        return true;
-    }
-    let Some(ty) = RawJson::trusted(payload)
-        .get("type")
-        .and_then(|t| t.as_str())
-        .and_then(|t| t.as_str())
-        .and_then(|t| EventType::from_bytes(t.as_bytes()))
-    else {
-        // No (known) type: the verdict is about the type alone.
-        return true;
-    };
-    let args = matches!(ty, EventType::ToolCallArgs | EventType::ToolCallChunk);
-    let fields = schema::event_fields(dialect, ty);
-    stand_ins.keys().all(|key| {
-        if key == Key::Delta && args && check_tool_args {
-            return false;
-        }
-        if checked == Some(key) && elements::element_key(ty) == checked {
-            // Its elements were checked one by one.
-            return true;
-        }
-        let string = || {
-            RawJson::trusted(payload)
-                .get(key.as_str())
-                .is_some_and(|v| v.kind() == JsonKind::String)
+impl Stack {
+    const fn new() -> Self {
+        const NONE: Frame = Frame {
+            start: 0,
+            item: 0,
+            cuts: 0,
+            kind: Kind::Object {
+                ctx: Ctx::Event,
+                place: Place::Other,
+                named: Named::Whole,
+                bit: ROOT,
+                want_name: false,
+                staged_calls: false,
+            },
         };
-        fields
-            .iter()
-            .filter(|f| f.key == key)
-            .all(|f| match f.shape {
-                Shape::Any
-                | Shape::NonNull
-                | Shape::Str
-                | Shape::Record
-                | Shape::Array(Shape::Any) => true,
-                // A string passes whatever it holds; anything else is looked into.
-                Shape::StrOr(_) => string(),
-                _ => false,
-            })
-    })
+        Stack {
+            frames: [NONE; FRAMES],
+            len: 0,
+        }
+    }
+
+    fn as_slice(&self) -> &[Frame] {
+        self.frames.get(..self.len).unwrap_or_default()
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [Frame] {
+        self.frames.get_mut(..self.len).unwrap_or_default()
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn first(&self) -> Option<&Frame> {
+        self.as_slice().first()
+    }
+
+    fn last(&self) -> Option<&Frame> {
+        self.as_slice().last()
+    }
+
+    fn last_mut(&mut self) -> Option<&mut Frame> {
+        self.as_mut_slice().last_mut()
+    }
+
+    fn get(&self, i: usize) -> Option<&Frame> {
+        self.as_slice().get(i)
+    }
+
+    fn get_mut(&mut self, i: usize) -> Option<&mut Frame> {
+        self.as_mut_slice().get_mut(i)
+    }
+
+    fn iter(&self) -> core::slice::Iter<'_, Frame> {
+        self.as_slice().iter()
+    }
+
+    fn push(&mut self, frame: Frame) -> Result<(), ()> {
+        let slot = self.frames.get_mut(self.len).ok_or(())?;
+        *slot = frame;
+        self.len = self.len.saturating_add(1);
+        Ok(())
+    }
+
+    fn pop(&mut self) -> Option<Frame> {
+        let f = self.last().copied()?;
+        self.len = self.len.saturating_sub(1);
+        Some(f)
+    }
+
+    fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
 }
 
-/// Where the reducer is in the payload's structure.
+/// An object or array the schema reads, open in the stand-in.
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    /// Where its `{` or `[` is.
+    start: u32,
+    /// Where the current member's name (object) or element (array) starts.
+    item: u32,
+    /// Reductions made before it opened.
+    cuts: u32,
+    kind: Kind,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Object {
+        ctx: Ctx,
+        place: Place,
+        /// The current member, once its name closed.
+        named: Named,
+        /// The event's current member's bit (top level only).
+        bit: u8,
+        want_name: bool,
+        /// A history message whose tool calls were let go.
+        staged_calls: bool,
+    },
+    Array {
+        item: &'static Shape,
+        list: List,
+        /// Where the elements that may be let go start.
+        floor: u32,
+        /// Elements let go, and the legacy binary parts among them.
+        dropped: u32,
+        legacy: u32,
+        /// A `NonEmpty` array kept its first element.
+        kept: bool,
+    },
+}
+
+/// What the value being read is, if it is no [`Frame`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    /// Before the root value.
-    Root,
-    /// In the root object, before a member's name (or in it).
-    Key,
-    /// After a name, before its colon.
-    Colon,
-    /// After a colon, before the value.
-    BeforeValue,
-    /// In a root member's value.
-    Value,
-    /// In a root value that is not an object.
-    RootValue,
-    /// After a member's value.
-    After,
-    /// After the root value.
-    Done,
+enum Value {
+    None,
+    /// A string or scalar a rule reads.
+    Keep,
+    /// Only its kind is read.
+    Opaque,
+    /// Not looked into, not replaced.
+    Whole,
 }
 
-/// Flag bits.
-const IN_STRING: u8 = 1;
-const ESCAPE: u8 = 2;
-/// The current value was replaced: its bytes are not written.
-const SKIPPING: u8 = 4;
-/// Something a rule needs did not fit.
-const FAILED: u8 = 8;
-/// An array is read element by element ([`elements`]): the buffer's last
-/// [`FILTER`] bytes hold the records of the elements let go.
-const ELEMENTS: u8 = 16;
-/// An element failed its check: the stand-in keeps it and drops the rest
-/// of its array.
-const FAULTED: u8 = 32;
-/// The elements let go made records the parent owns / a subagent owns.
-const PARENT: u8 = 64;
-const SUBAGENT: u8 = 128;
+#[derive(Clone, Copy, Debug)]
+struct Open {
+    value: Value,
+    /// A string stand-in stays non-empty.
+    truthy: bool,
+    /// The event's member it is in.
+    bit: u8,
+    start: u32,
+    /// Containers open inside it, its own included.
+    depth: u32,
+}
 
-/// Where the reducer is inside a run's `input` (its `messages` are read
-/// element by element too).
-const INNER_NONE: u8 = 0;
-/// Before a member's name, or in it.
-const INNER_NAME: u8 = 1;
-/// After another member's name.
-const INNER_AFTER: u8 = 2;
-/// After the name `messages`.
-const INNER_MESSAGES: u8 = 3;
-/// In the `messages` array.
-const INNER_ARRAY: u8 = 4;
+const NOTHING: Open = Open {
+    value: Value::None,
+    truthy: false,
+    bit: ROOT,
+    start: 0,
+    depth: 0,
+};
+
+/// A closed value that may be replaced.
+#[derive(Clone, Copy, Debug)]
+struct Closed {
+    start: u32,
+    end: u32,
+    truthy: bool,
+    bit: u8,
+}
+
+/// How many closed values and closed arrays are remembered for
+/// replacing later.
+const KEPT: usize = 4;
+
+/// A closed array whose elements may be let go.
+#[derive(Clone, Copy, Debug)]
+struct Done {
+    /// Where its elements start and its `]` is.
+    floor: u32,
+    end: u32,
+    item: &'static Shape,
+    list: List,
+    kept: bool,
+    bit: u8,
+}
+
+/// The elements of an open array frame, or of a remembered closed array.
+#[derive(Clone, Copy, Debug)]
+enum Region {
+    Open(usize),
+    Closed(usize),
+}
+
+/// Input being skipped: a replaced value, or the rest of an array whose
+/// element failed (its `]` is written).
+#[derive(Clone, Copy, Debug)]
+struct Skip {
+    depth: u32,
+    string: bool,
+    escape: bool,
+    array: bool,
+}
 
 /// A finished stand-in.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Reduced {
     pub(crate) len: usize,
     pub(crate) stand_ins: StandIns,
-    /// The member read element by element, if one was.
-    pub(crate) checked: Option<Key>,
-    /// The elements let go made records the parent owns / a subagent owns.
+    /// Records were let go: the buffer's last [`FILTER`] bytes hold them.
+    pub(crate) staged: bool,
+    /// The records let go were owned by the parent / some subagent.
     pub(crate) parent: bool,
     pub(crate) subagents: bool,
 }
@@ -265,33 +240,33 @@ pub(crate) struct Reduced {
 pub(crate) struct Reducer {
     /// Bytes of stand-in written.
     out: u32,
-    /// Where the current member's name (phase `Key`) or value (`Value`)
-    /// starts in the stand-in.
-    mark: u32,
-    /// The largest closed value that may be replaced (start, end; equal
-    /// for none), and its member's bit.
-    best: (u32, u32),
-    best_bit: u8,
-    /// The bit of the current member: its [`Key`], `UNLISTED`, `ROOT` or
-    /// `ESCAPED`.
-    bit: u8,
-    /// The first byte of the current value.
-    kind: u8,
-    depth: u16,
-    flags: u8,
+    frames: Stack,
+    open: Open,
+    /// The largest closed opaque values.
+    bests: [Option<Closed>; KEPT],
+    /// The largest closed arrays whose elements may still be let go.
+    closed: [Option<Done>; KEPT],
+    skip: Option<Skip>,
+    /// Reductions so far.
+    cuts: u32,
+    /// History arrays open (their records may need the filter).
+    history: u8,
+    in_string: bool,
+    escape: bool,
+    /// The current string is a member's name.
+    name: bool,
+    scalar: bool,
+    failed: bool,
     /// The buffer's last [`FILTER`] bytes hold the syntax check's levels
-    /// past 64.
+    /// past 64 / the records let go.
     deep: bool,
-    phase: Phase,
-    /// The event's type as far as read (an unescaped `type` member's).
+    staged: bool,
+    parent: bool,
+    subagents: bool,
+    /// A name with escapes was read: nothing more is replaced.
+    escaped: bool,
     ty: Option<EventType>,
-    /// The bit of the member whose array may be read element by element
-    /// (`NONE` if the current one may not).
-    checked: u8,
-    /// Inside `input`: where (`INNER_*`), and where the current name or
-    /// the `messages` array starts.
-    inner: u8,
-    inner_mark: u32,
+    ty_read: bool,
     dialect: Dialect,
     stand_ins: StandIns,
 }
@@ -300,21 +275,27 @@ impl Reducer {
     pub(crate) const fn new(dialect: Dialect) -> Self {
         Reducer {
             out: 0,
-            mark: 0,
-            best: (0, 0),
-            best_bit: NONE,
-            bit: NONE,
-            kind: 0,
-            depth: 0,
-            flags: 0,
+            frames: Stack::new(),
+            open: NOTHING,
+            bests: [None; KEPT],
+            closed: [None; KEPT],
+            skip: None,
+            cuts: 0,
+            history: 0,
+            in_string: false,
+            escape: false,
+            name: false,
+            scalar: false,
+            failed: false,
             deep: false,
-            phase: Phase::Root,
+            staged: false,
+            parent: false,
+            subagents: false,
+            escaped: false,
             ty: None,
-            checked: NONE,
-            inner: INNER_NONE,
-            inner_mark: 0,
+            ty_read: false,
             dialect,
-            stand_ins: StandIns(0),
+            stand_ins: StandIns::none(),
         }
     }
 
@@ -328,11 +309,11 @@ impl Reducer {
     }
 
     /// Gives the last [`FILTER`] bytes of a `len`-byte buffer to the syntax
-    /// check, if no array is read element by element and the stand-in has
-    /// not reached them.
+    /// check, if no history is being read and the stand-in has not reached
+    /// them.
     pub(crate) fn claim_deep(&mut self, len: usize) -> bool {
-        let free = self.flags & ELEMENTS == 0
-            && !self.in_elements()
+        let free = !self.staged
+            && self.history == 0
             && len >= MIN_BUFFER
             && (self.out as usize) <= len.saturating_sub(2).saturating_sub(FILTER);
         self.deep |= free;
@@ -348,6 +329,9 @@ impl Reducer {
         while let Some(b) = next {
             i = i.saturating_add(1);
             next = buf.get(i).copied().filter(|_| i < held);
+            if self.failed {
+                return;
+            }
             self.byte(b, buf);
         }
     }
@@ -356,285 +340,526 @@ impl Reducer {
     pub(crate) fn feed(&mut self, bytes: &[u8], buf: &mut [u8]) {
         let mut i = 0usize;
         while let Some(&b) = bytes.get(i) {
-            if self.flags & FAILED != 0 {
+            if self.failed {
                 return;
             }
-            if self.flags & (IN_STRING | ESCAPE) == IN_STRING {
-                // A run of string bytes that change nothing but the output.
-                let rest = bytes.get(i..).unwrap_or_default();
-                let n = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
-                if n > 0 {
-                    self.plain(rest.get(..n).unwrap_or_default(), buf);
-                    i = i.saturating_add(n);
-                    continue;
-                }
+            let n = self.string_run(bytes.get(i..).unwrap_or_default(), buf);
+            if n > 0 {
+                i = i.saturating_add(n);
+                continue;
             }
             self.byte(b, buf);
             i = i.saturating_add(1);
         }
     }
 
-    /// String bytes other than a quote or backslash.
-    fn plain(&mut self, run: &[u8], buf: &mut [u8]) {
-        crate::work::add(run.len());
-        if self.flags & SKIPPING != 0 {
-            return;
-        }
-        let out = self.out as usize;
-        if let Some(end) = out.checked_add(run.len())
-            && end <= self.room(buf.len())
-            && let Some(dst) = buf.get_mut(out..end)
-        {
-            dst.copy_from_slice(run);
-            self.out = u32::try_from(end).unwrap_or(u32::MAX);
-            return;
-        }
-        for &b in run {
-            if self.flags & (SKIPPING | FAILED) != 0 {
-                return;
-            }
-            self.emit(b, buf);
-        }
-    }
-
-    /// The stand-in, or `None` if something a rule needs did not fit.
+    /// The stand-in, or `None` if something a rule reads did not fit.
     pub(crate) fn finish(&self) -> Option<Reduced> {
-        let checked = Key::ALL
-            .iter()
-            .copied()
-            .find(|&k| k as u8 == self.checked)
-            .filter(|_| self.flags & ELEMENTS != 0);
-        (self.flags & FAILED == 0).then_some(Reduced {
+        (!self.failed).then_some(Reduced {
             len: self.out as usize,
             stand_ins: self.stand_ins,
-            checked,
-            parent: self.flags & PARENT != 0,
-            subagents: self.flags & SUBAGENT != 0,
+            staged: self.staged,
+            parent: self.parent,
+            subagents: self.subagents,
         })
+    }
+
+    /// String bytes other than a quote or backslash at the start of
+    /// `rest`, skipped or copied at once; how many.
+    fn string_run(&mut self, rest: &[u8], buf: &mut [u8]) -> usize {
+        let skipping = match self.skip {
+            Some(s) if s.string && !s.escape => true,
+            Some(_) => return 0,
+            None if self.in_string && !self.escape => false,
+            None => return 0,
+        };
+        let n = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
+        crate::work::add(n);
+        if skipping || n == 0 {
+            return n;
+        }
+        let out = self.out as usize;
+        match out.checked_add(n) {
+            Some(end) if end <= self.room(buf.len()) => {
+                if let (Some(dst), Some(src)) = (buf.get_mut(out..end), rest.get(..n)) {
+                    dst.copy_from_slice(src);
+                }
+                self.out = to_u32(end);
+                n
+            }
+            // Byte by byte, making room.
+            _ => 0,
+        }
     }
 
     fn byte(&mut self, b: u8, buf: &mut [u8]) {
         crate::work::add(1);
-        if self.flags & IN_STRING != 0 {
-            if self.flags & ESCAPE != 0 {
-                self.flags &= !ESCAPE;
-            } else if b == b'\\' {
-                self.flags |= ESCAPE;
-            } else if b == b'"' {
-                self.flags &= !IN_STRING;
+        if self.skip.is_some() {
+            return self.skip_byte(b, buf);
+        }
+        if self.in_string {
+            if !self.ensure(1, buf) {
+                return;
             }
-            self.emit(b, buf);
-            if self.flags & IN_STRING == 0 {
+            if self.skip.is_some() {
+                return self.skip_byte(b, buf);
+            }
+            self.put(b, buf);
+            if self.escape {
+                self.escape = false;
+            } else if b == b'\\' {
+                self.escape = true;
+            } else if b == b'"' {
+                self.in_string = false;
                 self.string_closed(buf);
             }
             return;
         }
+        if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+            if self.scalar {
+                self.scalar_closed();
+            }
+            return;
+        }
+        let opens = matches!(b, b'"' | b'{' | b'[')
+            || (!self.scalar && !matches!(b, b',' | b':' | b'}' | b']'));
+        if !self.ensure(if opens { 2 } else { 1 }, buf) {
+            return;
+        }
+        if self.skip.is_some() {
+            return self.skip_byte(b, buf);
+        }
+        if self.open.depth > 0 {
+            return self.inside(b, buf);
+        }
         match b {
-            b' ' | b'\t' | b'\n' | b'\r' => {}
-            b'"' => {
-                match self.phase {
-                    Phase::Key if self.depth == 1 => self.mark = self.out,
-                    Phase::Root | Phase::BeforeValue => self.start_value(b),
-                    Phase::Value if self.depth == 2 => self.inner_value(b),
-                    _ => {}
+            b'"' if self.wants_name() => {
+                if let Some(f) = self.frames.last_mut() {
+                    f.item = self.out;
                 }
-                self.flags |= IN_STRING;
-                self.emit(b, buf);
+                self.name = true;
+                self.in_string = true;
+                self.put(b, buf);
             }
-            b'{' if self.phase == Phase::Root => {
-                self.depth = 1;
-                self.phase = Phase::Key;
-                self.emit(b, buf);
-            }
-            b'{' | b'[' => {
-                if matches!(self.phase, Phase::Root | Phase::BeforeValue) {
-                    self.start_value(b);
-                } else if self.phase == Phase::Value && self.depth == 2 {
-                    self.inner_value(b);
-                }
-                self.depth = self.depth.saturating_add(1);
-                self.emit(b, buf);
-            }
-            b',' if self.depth == self.element_depth() && self.reading_elements() => {
-                self.element_closed(buf);
-            }
-            b',' if self.depth == 2 && self.inner != INNER_NONE => {
-                self.inner = INNER_NAME;
-                self.emit(b, buf);
+            b'"' | b'{' | b'[' => {
+                self.value_opens(b);
+                self.in_string = b == b'"';
+                self.put(b, buf);
             }
             b'}' | b']' => {
-                if b == b']' && self.depth == self.element_depth() && self.reading_elements() {
-                    self.element_closed(buf);
-                    self.flags &= !(FAULTED | SKIPPING);
+                if self.scalar {
+                    self.scalar_closed();
                 }
-                if self.depth == 3 && self.inner == INNER_ARRAY {
-                    self.inner = INNER_AFTER;
+                self.put(b, buf);
+                self.frame_closed(buf);
+            }
+            b',' => {
+                if self.scalar {
+                    self.scalar_closed();
                 }
-                self.depth = self.depth.saturating_sub(1);
-                self.emit(b, buf);
-                match (self.depth, self.phase) {
-                    (0, Phase::RootValue) | (1, Phase::Value) => self.value_closed(),
-                    (0, _) => self.phase = Phase::Done,
-                    _ => {}
+                self.put(b, buf);
+                let out = self.out;
+                match self.frames.last_mut().map(|f| (&mut f.kind, &mut f.item)) {
+                    Some((Kind::Object { want_name, .. }, _)) => *want_name = true,
+                    Some((Kind::Array { .. }, item)) => *item = out,
+                    None => {}
                 }
             }
-            b':' if self.depth == 1 && self.phase == Phase::Colon => {
-                self.phase = Phase::BeforeValue;
-                self.emit(b, buf);
-            }
-            b',' if self.depth == 1 && self.phase != Phase::RootValue => {
-                if self.phase == Phase::Value {
-                    // A number or literal ends.
-                    self.value_closed();
-                }
-                self.phase = Phase::Key;
-                self.emit(b, buf);
-            }
+            b':' => self.put(b, buf),
             _ => {
-                if matches!(self.phase, Phase::Root | Phase::BeforeValue) {
-                    self.start_value(b);
-                } else if self.phase == Phase::Value && self.depth == 2 {
-                    self.inner_value(b);
+                if !self.scalar {
+                    self.value_opens(b);
+                    self.scalar = true;
                 }
-                self.emit(b, buf);
+                self.put(b, buf);
             }
         }
     }
 
-    /// A name or value starts inside `input` (not yet written).
-    fn inner_value(&mut self, b: u8) {
-        match self.inner {
-            INNER_NAME if b == b'"' => self.inner_mark = self.out,
-            INNER_MESSAGES if b == b'[' => {
-                self.inner = INNER_ARRAY;
-                self.inner_mark = self.out;
+    /// A byte inside an opaque or whole container (not in a string).
+    fn inside(&mut self, b: u8, buf: &mut [u8]) {
+        self.put(b, buf);
+        match b {
+            b'"' => self.in_string = true,
+            b'{' | b'[' => self.open.depth = self.open.depth.saturating_add(1),
+            b'}' | b']' => {
+                self.open.depth = self.open.depth.saturating_sub(1);
+                if self.open.depth == 0 {
+                    self.opaque_closed();
+                }
             }
-            INNER_MESSAGES if b != b':' => self.inner = INNER_AFTER,
             _ => {}
         }
     }
 
-    /// The depth of the elements of the array read element by element.
-    fn element_depth(&self) -> u16 {
-        if self.inner == INNER_ARRAY { 3 } else { 2 }
-    }
-
-    /// Where the elements of the array read element by element start.
-    fn array_start(&self) -> usize {
-        let bracket = if self.inner == INNER_ARRAY {
-            self.inner_mark
-        } else {
-            self.mark
+    fn skip_byte(&mut self, b: u8, buf: &mut [u8]) {
+        let Some(mut s) = self.skip else {
+            return;
         };
-        (bracket as usize).saturating_add(1)
-    }
-
-    fn start_value(&mut self, b: u8) {
-        self.phase = if self.phase == Phase::Root {
-            self.bit = ROOT;
-            Phase::RootValue
-        } else {
-            Phase::Value
-        };
-        self.mark = self.out;
-        self.kind = b;
-        self.inner = INNER_NONE;
-        if matches!(b, b'[' | b'{') && self.phase == Phase::Value {
-            if self.flags & ELEMENTS == 0 {
-                let item = self.ty.and_then(|ty| {
-                    let key = Key::ALL.get(usize::from(self.bit)).copied()?;
-                    elements::item(self.dialect, ty, key)
-                });
-                self.checked = if item.is_some() { self.bit } else { NONE };
+        if s.string {
+            if s.escape {
+                s.escape = false;
+            } else if b == b'\\' {
+                s.escape = true;
+            } else if b == b'"' {
+                s.string = false;
+                if s.depth == 0 && !s.array {
+                    self.skip = None;
+                    return;
+                }
             }
-            if b == b'{' && self.bit == self.checked {
-                self.inner = INNER_NAME;
+            self.skip = Some(s);
+            return;
+        }
+        match b {
+            b'"' => s.string = true,
+            b'{' | b'[' => s.depth = s.depth.saturating_add(1),
+            b'}' | b']' if s.depth == 0 => {
+                // The faulted array's own end.
+                self.skip = None;
+                if self.ensure(1, buf) {
+                    self.put(b, buf);
+                    self.frame_closed(buf);
+                }
+                return;
+            }
+            b'}' | b']' => {
+                s.depth = s.depth.saturating_sub(1);
+                if s.depth == 0 && !s.array {
+                    self.skip = None;
+                    return;
+                }
+            }
+            _ => {}
+        }
+        self.skip = Some(s);
+    }
+
+    fn wants_name(&self) -> bool {
+        matches!(
+            self.frames.last(),
+            Some(Frame {
+                kind: Kind::Object {
+                    want_name: true,
+                    ..
+                },
+                ..
+            })
+        )
+    }
+
+    /// The event's member the reader is in.
+    fn bit(&self) -> u8 {
+        match self.frames.first() {
+            Some(Frame {
+                kind: Kind::Object { bit, .. },
+                ..
+            }) => *bit,
+            _ => ROOT,
+        }
+    }
+
+    /// A value opens with `b` (not yet written).
+    fn value_opens(&mut self, b: u8) {
+        let container = matches!(b, b'{' | b'[');
+        let (treat, place) = match self.frames.last() {
+            _ if self.escaped => (
+                if container { Treat::Whole } else { Treat::Keep },
+                Place::Other,
+            ),
+            None if b == b'{' => (Treat::Object(Ctx::Event), Place::Other),
+            None => (place::Named::Kind { truthy: false }.treat(b), Place::Other),
+            Some(f) => match f.kind {
+                Kind::Object { named, ctx, .. } => {
+                    let treat = named.treat(b);
+                    let place = match (treat, ctx) {
+                        (Treat::Object(Ctx::Obj(o)), Ctx::Event) => Place::of(o),
+                        _ => Place::Other,
+                    };
+                    (treat, place)
+                }
+                Kind::Array { item, list, .. } => {
+                    let place = if list == List::History {
+                        Place::Message
+                    } else {
+                        Place::Other
+                    };
+                    (place::by_shape(item, b, List::Plain, false), place)
+                }
+            },
+        };
+        let start = self.out;
+        let value = |value, truthy| Open {
+            value,
+            truthy,
+            bit: self.bit(),
+            start,
+            depth: u32::from(container),
+        };
+        match treat {
+            Treat::Keep => self.open = value(Value::Keep, false),
+            Treat::Opaque { truthy } => self.open = value(Value::Opaque, truthy),
+            Treat::Whole => self.open = value(Value::Whole, false),
+            Treat::Object(ctx) => self.push(Kind::Object {
+                ctx,
+                place,
+                named: Named::Whole,
+                bit: ESCAPED,
+                want_name: true,
+                staged_calls: false,
+            }),
+            Treat::Array(item, list) => {
+                if matches!(list, List::History | List::Calls) {
+                    self.history = self.history.saturating_add(1);
+                }
+                self.push(Kind::Array {
+                    item,
+                    list,
+                    floor: start.saturating_add(1),
+                    dropped: 0,
+                    legacy: 0,
+                    kept: false,
+                });
             }
         }
+    }
+
+    fn push(&mut self, kind: Kind) {
+        let frame = Frame {
+            start: self.out,
+            item: self.out.saturating_add(1),
+            cuts: self.cuts,
+            kind,
+        };
+        if self.frames.push(frame).is_err() {
+            self.failed = true;
+        }
+    }
+
+    fn scalar_closed(&mut self) {
+        self.scalar = false;
+        self.open = NOTHING;
     }
 
     fn string_closed(&mut self, buf: &[u8]) {
-        let text = |r: &Self| {
-            buf.get((r.mark as usize).saturating_add(1)..r.out.saturating_sub(1) as usize)
-                .unwrap_or_default()
+        if self.name {
+            self.name = false;
+            return self.name_closed(buf);
+        }
+        match self.open.value {
+            _ if self.open.depth > 0 => {}
+            Value::Keep => {
+                self.kept_closed(buf);
+                self.open = NOTHING;
+            }
+            Value::Opaque | Value::Whole => self.opaque_closed(),
+            Value::None => {}
+        }
+    }
+
+    /// A member's name closed: what its value will be.
+    fn name_closed(&mut self, buf: &[u8]) {
+        let (dialect, ty, cuts) = (self.dialect, self.ty, self.cuts);
+        let Some(Frame {
+            item,
+            kind:
+                Kind::Object {
+                    ctx,
+                    place,
+                    named,
+                    bit,
+                    want_name,
+                    ..
+                },
+            ..
+        }) = self.frames.last_mut()
+        else {
+            return;
         };
-        match self.phase {
-            Phase::Key if self.depth == 1 => {
-                let name = text(self);
-                self.bit = if name.contains(&b'\\') {
-                    ESCAPED
-                } else {
-                    Key::from_bytes(name).map_or(UNLISTED, |k| k as u8)
-                };
-                self.phase = Phase::Colon;
+        *want_name = false;
+        let text = buf
+            .get((*item as usize).saturating_add(1)..(self.out as usize).saturating_sub(1))
+            .unwrap_or_default();
+        if text.contains(&b'\\') {
+            // It may be any member, the tag among them: nothing more is
+            // replaced, and what was may not stand.
+            self.escaped = true;
+            self.failed |= cuts > 0;
+            *bit = ESCAPED;
+            *named = Named::Whole;
+            return;
+        }
+        *named = match *ctx {
+            Ctx::Event => {
+                let key = Key::from_bytes(text);
+                *bit = key.map_or(UNLISTED, |k| k as u8);
+                place::event_member(dialect, ty, key)
             }
-            Phase::Value if self.depth == 1 && self.kind == b'"' => {
-                if self.bit == Key::Type as u8 && self.flags & SKIPPING == 0 {
-                    self.ty = EventType::from_bytes(text(self));
+            Ctx::Obj(o) => place::object_member(o, text, false, *place),
+            Ctx::Proto(o) => place::object_member(o, text, true, *place),
+            Ctx::Union(u, v) => place::union_member(u, v, text, *place),
+        };
+    }
+
+    /// A string a rule reads closed: the event's type, or a union's tag.
+    fn kept_closed(&mut self, buf: &[u8]) {
+        let text = buf
+            .get(
+                (self.open.start as usize).saturating_add(1)..(self.out as usize).saturating_sub(1),
+            )
+            .unwrap_or_default();
+        let cuts = self.cuts;
+        let Some(Frame {
+            cuts: before,
+            kind: Kind::Object {
+                ctx, named, bit, ..
+            },
+            ..
+        }) = self.frames.last_mut()
+        else {
+            return;
+        };
+        match (ctx, *named) {
+            (Ctx::Event, Named::Read) if *bit == Key::Type as u8 => {
+                let ty = EventType::from_bytes(text);
+                // A second type (the last one counts): what was replaced
+                // must be what that type would have replaced.
+                if self.ty_read && ty != self.ty && cuts > 0 {
+                    let (dialect, before) = (self.dialect, self.ty);
+                    self.failed |= !self.stand_ins.keys().all(|key| {
+                        place::same_reduction(
+                            place::event_member(dialect, before, Some(key)),
+                            place::event_member(dialect, ty, Some(key)),
+                        )
+                    });
                 }
-                self.value_closed();
+                self.ty = ty;
+                self.ty_read = true;
             }
-            Phase::Value if self.depth == 2 && self.inner == INNER_NAME => {
-                let at = (self.inner_mark as usize).saturating_add(1);
-                let name = buf.get(at..self.out.saturating_sub(1) as usize);
-                self.inner = if name == Some(b"messages") {
-                    INNER_MESSAGES
+            (Ctx::Union(u, v), Named::Tag) => {
+                let chosen = if text.contains(&b'\\') {
+                    // Not decided here: nothing was replaced as its variant
+                    // would have it.
+                    self.escaped = true;
+                    Variant::Other
                 } else {
-                    INNER_AFTER
+                    place::variant(u, text)
                 };
+                if (self.escaped || !v.same(Variant::Unknown) && !v.same(chosen)) && cuts > *before
+                {
+                    self.failed = true;
+                }
+                *v = chosen;
             }
-            Phase::RootValue if self.depth == 0 && self.kind == b'"' => self.value_closed(),
             _ => {}
         }
     }
 
-    fn value_closed(&mut self) {
-        self.inner = INNER_NONE;
-        self.phase = match self.phase {
-            Phase::RootValue => Phase::Done,
-            _ => Phase::After,
-        };
-        if self.flags & SKIPPING != 0 {
-            self.flags &= !SKIPPING;
+    /// An opaque or whole value closed: the largest opaque ones are the
+    /// first to be replaced.
+    fn opaque_closed(&mut self) {
+        let o = self.open;
+        self.open = NOTHING;
+        if o.value != Value::Opaque || self.out.saturating_sub(o.start) <= stand_in_len(o.truthy) {
             return;
         }
-        let len = self.out.saturating_sub(self.mark);
-        if self.cuttable() && len > 2 && len > self.best.1.saturating_sub(self.best.0) {
-            self.best = (self.mark, self.out);
-            self.best_bit = self.bit;
+        let closed = Closed {
+            start: o.start,
+            end: self.out,
+            truthy: o.truthy,
+            bit: o.bit,
+        };
+        let len = |c: &Option<Closed>| c.map_or(0, |c| c.end.saturating_sub(c.start));
+        if let Some(slot) = self.bests.iter_mut().min_by_key(|c| len(c))
+            && len(slot) < closed.end.saturating_sub(closed.start)
+        {
+            *slot = Some(closed);
         }
     }
 
-    /// The current value may be replaced.
-    fn cuttable(&self) -> bool {
-        self.bit < 64
-            && StandIns::opaque() & (1u64 << self.bit) != 0
-            && matches!(self.kind, b'"' | b'{' | b'[')
-            && !(self.flags & ELEMENTS != 0 && self.bit == self.checked)
-    }
-
-    /// In an array whose elements may be checked one by one.
-    fn in_elements(&self) -> bool {
-        self.phase == Phase::Value
-            && self.checked != NONE
-            && self.bit == self.checked
-            && match self.kind {
-                b'[' => self.out > self.mark,
-                b'{' => self.inner == INNER_ARRAY && self.out > self.inner_mark,
-                _ => false,
+    /// The `}` or `]` just written closed the innermost frame.
+    fn frame_closed(&mut self, buf: &[u8]) {
+        let Some(f) = self.frames.pop() else {
+            return;
+        };
+        let body = buf
+            .get(f.start as usize..self.out as usize)
+            .unwrap_or_default();
+        match f.kind {
+            Kind::Array {
+                item,
+                list,
+                floor,
+                dropped,
+                legacy,
+                kept,
+            } => {
+                if matches!(list, List::History | List::Calls) {
+                    self.history = self.history.saturating_sub(1);
+                }
+                let end = self.out.saturating_sub(1);
+                let rest = buf.get(floor as usize..end as usize).unwrap_or_default();
+                if elements::legacy_parts(item) {
+                    // The budget counts the parts let go with the rest.
+                    let (mut n, mut l) = (dropped, legacy);
+                    for_each_element(rest, |e| {
+                        n = n.saturating_add(1);
+                        l = l.saturating_add(u32::from(elements::legacy(e, item)));
+                    });
+                    if (l as usize).saturating_mul(n as usize) > LEGACY_COMPARISON_BUDGET {
+                        // Read whole, the array is over the budget.
+                        self.failed |= dropped > 0;
+                        return;
+                    }
+                }
+                // Its elements may still be let go (not a history's tool
+                // calls: their message's owner would be needed).
+                if list != List::Calls && !rest.is_empty() {
+                    let done = Done {
+                        floor,
+                        end,
+                        item,
+                        list,
+                        kept,
+                        bit: self.bit(),
+                    };
+                    let len = |d: &Option<Done>| d.map_or(0, |d| d.end.saturating_sub(d.floor));
+                    if let Some(slot) = self.closed.iter_mut().min_by_key(|d| len(d))
+                        && len(slot) < end.saturating_sub(floor)
+                    {
+                        *slot = Some(done);
+                    }
+                }
             }
+            Kind::Object {
+                staged_calls: true, ..
+            } => {
+                if elements::owned_by_subagent(body) {
+                    self.subagents = true;
+                } else {
+                    self.parent = true;
+                }
+            }
+            Kind::Object { .. } => {}
+        }
     }
 
-    /// In an array whose elements are checked one by one as they close.
-    fn reading_elements(&self) -> bool {
-        self.flags & ELEMENTS != 0 && self.in_elements()
+    /// The last [`FILTER`] bytes hold the records let go, or may: a
+    /// history is open, or the event has one.
+    fn filter_held(&self) -> bool {
+        self.staged
+            || self.history > 0
+            || matches!(
+                self.ty,
+                Some(EventType::MessagesSnapshot | EventType::RunStarted)
+            )
     }
 
     /// Where the stand-in must end: two bytes are kept free for an empty
-    /// value, and the last [`FILTER`] bytes for an array read element by
-    /// element.
+    /// value, and the last [`FILTER`] bytes for the records a history lets
+    /// go (or the syntax check's levels past 64).
     fn room(&self, len: usize) -> usize {
-        let filter = if self.deep || self.flags & ELEMENTS != 0 || self.in_elements() {
+        let filter = if self.deep || self.filter_held() {
             FILTER
         } else {
             0
@@ -642,198 +867,438 @@ impl Reducer {
         len.saturating_sub(2).saturating_sub(filter)
     }
 
-    /// Writes `b`, keeping room for a stand-in; where it does not fit,
-    /// replaces the longer of the current value and the longest closed one
-    /// that may be replaced, or starts reading an array element by element.
-    fn emit(&mut self, b: u8, buf: &mut [u8]) {
-        if self.flags & (SKIPPING | FAILED) != 0 {
-            return;
-        }
-        let out = self.out as usize;
-        if out < self.room(buf.len())
-            && let Some(slot) = buf.get_mut(out)
-        {
-            *slot = b;
-            self.out = self.out.saturating_add(1);
-            return;
-        }
-        let current = self.out.saturating_sub(self.mark);
-        let best = self.best.1.saturating_sub(self.best.0);
-        let open = matches!(self.phase, Phase::Value | Phase::RootValue) && self.cuttable();
-        if self.in_elements() {
-            if best > 0 {
-                self.cut_best(b, buf);
-            } else if self.flags & ELEMENTS == 0 && self.start_elements(buf) {
-                self.emit(b, buf);
-            } else {
-                self.flags |= FAILED;
+    /// Makes room for `need` more bytes; false (and failed) if nothing can
+    /// be reduced. A reduction may start skipping the current value.
+    fn ensure(&mut self, need: u32, buf: &mut [u8]) -> bool {
+        loop {
+            if (self.out.saturating_add(need) as usize) <= self.room(buf.len()) {
+                return true;
             }
-        } else if open && current >= best {
-            // The current value: `b` is part of it.
-            self.out = self.mark;
-            self.write_empty(self.kind, buf);
-            self.stand_ins.add(self.bit);
-            self.flags |= SKIPPING;
-        } else if best > 0 {
-            self.cut_best(b, buf);
-        } else {
-            self.flags |= FAILED;
+            if self.failed || !self.reduce(buf) {
+                self.failed = true;
+                return false;
+            }
+            if self.skip.is_some() {
+                return true;
+            }
         }
     }
 
-    /// Replaces the longest closed value that may be replaced, then writes `b`.
-    fn cut_best(&mut self, b: u8, buf: &mut [u8]) {
-        let (start, end) = self.best;
-        let best = end.saturating_sub(start);
-        let kind = buf.get(start as usize).copied().unwrap_or(b'"');
-        let tail = (end as usize)..(self.out as usize);
-        let to = (start as usize).saturating_add(2);
-        if tail.end > buf.len() || to > tail.start {
-            self.flags |= FAILED;
-            return;
-        }
-        let moved = tail.len();
-        buf.copy_within(tail, to);
-        self.out = start;
-        self.write_empty(kind, buf);
-        self.out = u32::try_from(to.saturating_add(moved)).unwrap_or(u32::MAX);
-        self.mark = self.mark.saturating_sub(best.saturating_sub(2));
-        if self.inner != INNER_NONE {
-            self.inner_mark = self.inner_mark.saturating_sub(best.saturating_sub(2));
-        }
-        self.stand_ins.add(self.best_bit);
-        self.best = (0, 0);
-        self.emit(b, buf);
-    }
-
-    /// Starts reading the current array element by element: checks and
-    /// lets go of the elements it holds, keeping the one being read (or
-    /// the first that fails). False if that leaves no room.
-    fn start_elements(&mut self, buf: &mut [u8]) -> bool {
-        let Some((item, ty)) = self.item() else {
-            return false;
-        };
-        // The bytes before the array's must be clear of the filter.
-        let start = self.array_start();
-        if self.deep || buf.len() < MIN_BUFFER || start > self.room(buf.len()) {
+    /// One reduction, the one that frees the most: the open opaque value,
+    /// a closed one, or the elements an array holds (open or closed).
+    fn reduce(&mut self, buf: &mut [u8]) -> bool {
+        if self.escaped {
             return false;
         }
-        let Some((head, filter)) = buf.split_at_mut_checked(buf.len().saturating_sub(FILTER))
-        else {
-            return false;
-        };
-        filter.fill(0);
-        self.flags |= ELEMENTS;
-        let end = self.out as usize;
-        crate::work::add(end.saturating_sub(start));
-        let (mut from, mut depth, mut in_string, mut escape) = (start, 0u32, false, false);
-        let mut failed = None;
-        for (i, &c) in head
-            .get(..end)
-            .unwrap_or_default()
+        let open = (self.open.value == Value::Opaque
+            && self.out.saturating_sub(self.open.start) >= 2)
+            .then(|| gain(self.out.saturating_sub(self.open.start), self.open.truthy));
+        let best = self
+            .bests
             .iter()
             .enumerate()
-            .skip(start)
-        {
-            if in_string {
-                match c {
-                    _ if escape => escape = false,
-                    b'\\' => escape = true,
-                    b'"' => in_string = false,
-                    _ => {}
-                }
-                continue;
+            .filter_map(|(i, c)| {
+                Some((
+                    i,
+                    gain(
+                        c.as_ref()?.end.saturating_sub(c.as_ref()?.start),
+                        c.as_ref()?.truthy,
+                    ),
+                ))
+            })
+            .max_by_key(|&(_, g)| g);
+        let records_free = self.staged || (buf.len() >= MIN_BUFFER && !self.deep);
+        let droppable = |list: List| !matches!(list, List::History | List::Calls) || records_free;
+        let mut array: Option<(Region, i64)> = None;
+        let mut consider = |region: Region, len: u32| {
+            if len > 0 && i64::from(len) > array.map_or(0, |(_, l)| l) {
+                array = Some((region, i64::from(len)));
             }
-            match c {
-                b'"' => in_string = true,
-                b'{' | b'[' => depth = depth.saturating_add(1),
-                b'}' | b']' => depth = depth.saturating_sub(1),
-                b',' if depth == 0 => {
-                    let element = head.get(from..i).unwrap_or_default();
-                    match elements::check(element, item, ty, filter) {
-                        Element::Passes(owner) => self.owned_by(owner),
-                        Element::Fails => {
-                            failed = Some((from, i));
-                            break;
-                        }
-                    }
-                    from = i.saturating_add(1);
-                }
-                _ => {}
+        };
+        for (i, f) in self.frames.iter().enumerate() {
+            if let Kind::Array { list, floor, .. } = f.kind
+                && droppable(list)
+            {
+                consider(Region::Open(i), f.item.saturating_sub(floor));
             }
         }
-        let (from, to) = failed.unwrap_or((from, end));
-        if to > head.len() || from > to {
+        for (i, d) in self.closed.iter().enumerate() {
+            if let Some(d) = d
+                && droppable(d.list)
+            {
+                consider(Region::Closed(i), d.end.saturating_sub(d.floor));
+            }
+        }
+        let (best_gain, elements) = (best.map_or(0, |b| b.1), array.map_or(0, |a| a.1));
+        match open {
+            Some(g) if g >= best_gain.max(elements) => self.cut_open(buf),
+            _ if best_gain > 0 && best_gain >= elements => match best {
+                Some((i, _)) => self.cut_best(i, buf),
+                None => false,
+            },
+            _ if elements > 0 => match array {
+                Some((region, _)) => self.let_go(region, buf),
+                None => false,
+            },
+            Some(_) => self.cut_open(buf),
+            None => false,
+        }
+    }
+
+    /// Replaces the open opaque value and skips the rest of it.
+    fn cut_open(&mut self, buf: &mut [u8]) -> bool {
+        let o = self.open;
+        let kind = buf.get(o.start as usize).copied().unwrap_or(b'"');
+        let Some(len) = write_empty(buf, o.start, kind, o.truthy) else {
+            return false;
+        };
+        self.out = o.start.saturating_add(len);
+        self.skip = Some(Skip {
+            depth: o.depth,
+            string: self.in_string,
+            escape: self.escape,
+            array: false,
+        });
+        self.in_string = false;
+        self.escape = false;
+        self.open = NOTHING;
+        self.replaced(o.bit);
+        true
+    }
+
+    /// Replaces closed opaque value `i`.
+    fn cut_best(&mut self, i: usize, buf: &mut [u8]) -> bool {
+        let Some(c) = self.bests.get_mut(i).and_then(Option::take) else {
+            return false;
+        };
+        let kind = buf.get(c.start as usize).copied().unwrap_or(b'"');
+        let Some(len) = write_empty(buf, c.start, kind, c.truthy) else {
+            return false;
+        };
+        let to = c.start.saturating_add(len);
+        if !move_within(buf, c.end, self.out, to) {
             return false;
         }
-        head.copy_within(from..to, start);
-        self.out = u32::try_from(start.saturating_add(to.saturating_sub(from))).unwrap_or(u32::MAX);
-        self.stand_ins.add(self.bit);
-        if failed.is_some() {
-            self.flags |= FAULTED | SKIPPING;
-            return true;
-        }
-        (self.out as usize) < self.room(buf.len())
+        self.moved(to, c.end, c.end.saturating_sub(to));
+        self.replaced(c.bit);
+        true
     }
 
-    /// An element of an array read element by element closed (the
-    /// stand-in holds it after the array's `[`): checked and let go, or
-    /// kept if it fails.
-    fn element_closed(&mut self, buf: &mut [u8]) {
-        let start = self.array_start();
-        let end = self.out as usize;
-        if self.flags & FAULTED != 0 || end <= start {
-            return;
-        }
-        let Some((item, ty)) = self.item() else {
-            self.flags |= FAILED;
-            return;
+    /// Checks and lets go of the elements an array holds (an open one's
+    /// before its current element); the first that fails stays, with the
+    /// rest of its array dropped (an open array's skipped).
+    fn let_go(&mut self, region: Region, buf: &mut [u8]) -> bool {
+        let spec = match region {
+            Region::Open(i) => match self.frames.get(i) {
+                Some(&Frame {
+                    item: end,
+                    kind:
+                        Kind::Array {
+                            item,
+                            list,
+                            floor,
+                            kept,
+                            ..
+                        },
+                    ..
+                }) => (floor, end, item, list, kept, true, self.bit()),
+                _ => return false,
+            },
+            Region::Closed(i) => match self.closed.get_mut(i).and_then(Option::take) {
+                Some(d) => (d.floor, d.end, d.item, d.list, d.kept, false, d.bit),
+                None => return false,
+            },
         };
-        let Some((head, filter)) = buf.split_at_mut_checked(buf.len().saturating_sub(FILTER))
-        else {
-            self.flags |= FAILED;
-            return;
-        };
-        let element = head.get(start..end).unwrap_or_default();
-        match elements::check(element, item, ty, filter) {
-            Element::Passes(owner) => {
-                self.owned_by(owner);
-                self.out = u32::try_from(start).unwrap_or(u32::MAX);
+        let (floor, end, item, list, mut kept, open, bit) = spec;
+        let records = matches!(list, List::History | List::Calls);
+        if records && !self.staged {
+            if buf.len() < MIN_BUFFER || self.deep {
+                return false;
             }
-            Element::Fails => self.flags |= FAULTED | SKIPPING,
-        }
-    }
-
-    /// The current array's item shape and the event type it is for.
-    fn item(&self) -> Option<(&'static Shape, EventType)> {
-        let ty = self.ty?;
-        let key = Key::ALL.get(usize::from(self.checked)).copied()?;
-        Some((elements::item(self.dialect, ty, key)?, ty))
-    }
-
-    fn owned_by(&mut self, owner: Option<bool>) {
-        match owner {
-            Some(false) => self.flags |= PARENT,
-            Some(true) => self.flags |= SUBAGENT,
-            None => {}
-        }
-    }
-
-    /// Writes the empty value of the kind `first` begins (two bytes).
-    fn write_empty(&mut self, first: u8, buf: &mut [u8]) {
-        let empty: &[u8; 2] = match first {
-            b'{' => b"{}",
-            b'[' => b"[]",
-            _ => b"\"\"",
-        };
-        let at = self.out as usize;
-        match buf.get_mut(at..at.saturating_add(2)) {
-            Some(dst) => {
-                dst.copy_from_slice(empty);
-                self.out = self.out.saturating_add(2);
+            if let Some(tail) = buf.get_mut(buf.len().saturating_sub(FILTER)..) {
+                tail.fill(0);
             }
-            None => self.flags |= FAILED,
+            self.staged = true;
         }
+        let split = if records {
+            buf.len().saturating_sub(FILTER)
+        } else {
+            buf.len()
+        };
+        let (head, filter) = buf.split_at_mut(split);
+        let region_end = (end as usize).min(head.len());
+        crate::work::add(region_end.saturating_sub(floor as usize));
+        let (mut to, mut from) = (floor as usize, floor as usize);
+        let (mut owners, mut dropped, mut legacy) = ((false, false, false), 0u32, 0u32);
+        let mut failed = None;
+        let mut scan = Scan::default();
+        // A closed array's last element ends at its `]`.
+        for at in floor as usize..=region_end {
+            let boundary = match head.get(at) {
+                _ if at == region_end => !open && from < at,
+                Some(&c) => scan.step(c),
+                None => false,
+            };
+            if !boundary {
+                continue;
+            }
+            let element = head.get(from..at).unwrap_or_default();
+            match elements::check(element, item) {
+                Element::Fails => {
+                    failed = Some((from, at));
+                    break;
+                }
+                Element::Passes(keep) if list == List::NonEmpty && keep && !kept => {
+                    kept = true;
+                    let next = (at.saturating_add(1)).min(region_end);
+                    head.copy_within(from..next, to);
+                    to = to.saturating_add(next.saturating_sub(from));
+                }
+                Element::Passes(keep) => {
+                    match elements::stage(element, list, filter) {
+                        Some(true) => owners.1 = true,
+                        Some(false) => owners.0 = true,
+                        None => {}
+                    }
+                    owners.2 |= list == List::Calls;
+                    legacy =
+                        legacy.saturating_add(u32::from(keep && elements::legacy(element, item)));
+                    dropped = dropped.saturating_add(1);
+                }
+            }
+            from = at.saturating_add(1);
+        }
+        self.parent |= owners.0;
+        self.subagents |= owners.1;
+        if let Region::Open(i) = region {
+            if owners.2
+                && let Some(Frame {
+                    kind: Kind::Object { staged_calls, .. },
+                    ..
+                }) = i.checked_sub(1).and_then(|p| self.frames.get_mut(p))
+            {
+                *staged_calls = true;
+            }
+            if let Some(Frame {
+                kind:
+                    Kind::Array {
+                        floor: f,
+                        dropped: d,
+                        legacy: l,
+                        kept: k,
+                        ..
+                    },
+                ..
+            }) = self.frames.get_mut(i)
+            {
+                *f = to_u32(to);
+                *d = d.saturating_add(dropped);
+                *l = l.saturating_add(legacy);
+                *k = kept;
+            }
+        }
+        self.replaced(bit);
+        match (failed, open) {
+            (Some((start, stop)), true) => {
+                let Region::Open(i) = region else {
+                    return false;
+                };
+                self.fault(i, start, stop, to, buf)
+            }
+            (failed, _) => {
+                // The kept elements (and a failing one) stay, each but the
+                // last of a closed array followed by its comma.
+                if let Some((start, stop)) = failed {
+                    if start > buf.len() || stop > buf.len() {
+                        return false;
+                    }
+                    buf.copy_within(start..stop, to);
+                    to = to.saturating_add(stop.saturating_sub(start));
+                } else if !open && to > floor as usize {
+                    to = to.saturating_sub(1);
+                }
+                let to = to_u32(to);
+                if !move_within(buf, end, self.out, to) {
+                    return false;
+                }
+                self.moved(floor, end, end.saturating_sub(to));
+                true
+            }
+        }
+    }
+
+    /// Array frame `i`'s element `start..stop` failed: it stays (at `to`),
+    /// what the array held after it goes, and the rest of the array is
+    /// skipped.
+    fn fault(&mut self, i: usize, start: usize, stop: usize, to: usize, buf: &mut [u8]) -> bool {
+        let end = to.saturating_add(stop.saturating_sub(start));
+        if stop > buf.len() || end > stop.max(to) {
+            return false;
+        }
+        buf.copy_within(start..stop, to);
+        let above = self.frames.len().saturating_sub(i.saturating_add(1));
+        for f in self.frames.iter().skip(i.saturating_add(1)) {
+            if matches!(
+                f.kind,
+                Kind::Array {
+                    list: List::History | List::Calls,
+                    ..
+                }
+            ) {
+                self.history = self.history.saturating_sub(1);
+            }
+        }
+        self.frames.truncate(i.saturating_add(1));
+        self.skip = Some(Skip {
+            depth: to_u32(above).saturating_add(self.open.depth),
+            string: self.in_string,
+            escape: self.escape,
+            array: true,
+        });
+        (self.in_string, self.escape, self.name, self.scalar) = (false, false, false, false);
+        self.open = NOTHING;
+        // Everything after the failing element is gone.
+        let out = self.out;
+        self.moved(to_u32(start.min(to)), out, 0);
+        self.out = to_u32(end);
+        true
+    }
+
+    /// The stand-in's bytes `from..to` were rewritten and what followed
+    /// them moved `by` bytes back: positions after move with them; closed
+    /// values and arrays inside are forgotten (a frame's positions are
+    /// never inside).
+    fn moved(&mut self, from: u32, to: u32, by: u32) {
+        let at = |p: u32| if p >= to { p.saturating_sub(by) } else { p };
+        for f in self.frames.as_mut_slice() {
+            f.start = at(f.start);
+            f.item = at(f.item);
+            if let Kind::Array { floor, .. } = &mut f.kind {
+                *floor = at(*floor);
+            }
+        }
+        self.open.start = at(self.open.start);
+        let inside = |p: u32| p >= from && p < to;
+        for slot in &mut self.bests {
+            *slot = slot
+                .filter(|c| !inside(c.start) && !inside(c.end.saturating_sub(1)))
+                .map(|c| Closed {
+                    start: at(c.start),
+                    end: at(c.end),
+                    ..c
+                });
+        }
+        for slot in &mut self.closed {
+            *slot = slot
+                .filter(|d| !inside(d.floor) && !inside(d.end))
+                .map(|d| Done {
+                    floor: at(d.floor),
+                    end: at(d.end),
+                    ..d
+                });
+        }
+        self.out = at(self.out);
+    }
+
+    fn replaced(&mut self, bit: u8) {
+        self.stand_ins.add(bit);
+        self.cuts = self.cuts.saturating_add(1);
+    }
+
+    fn put(&mut self, b: u8, buf: &mut [u8]) {
+        match buf.get_mut(self.out as usize) {
+            Some(slot) => {
+                *slot = b;
+                self.out = self.out.saturating_add(1);
+            }
+            None => self.failed = true,
+        }
+    }
+}
+
+/// The bytes a replaced value takes.
+const fn stand_in_len(truthy: bool) -> u32 {
+    if truthy { 3 } else { 2 }
+}
+
+/// Bytes freed by replacing a `len`-byte value.
+fn gain(len: u32, truthy: bool) -> i64 {
+    i64::from(len).saturating_sub(i64::from(stand_in_len(truthy)))
+}
+
+/// Writes the empty value of the kind `first` begins at `at`; its length.
+fn write_empty(buf: &mut [u8], at: u32, first: u8, truthy: bool) -> Option<u32> {
+    let empty: &[u8] = match first {
+        b'{' => b"{}",
+        b'[' => b"[]",
+        _ if truthy => b"\" \"",
+        _ => b"\"\"",
+    };
+    let at = at as usize;
+    buf.get_mut(at..at.checked_add(empty.len())?)?
+        .copy_from_slice(empty);
+    Some(to_u32(empty.len()))
+}
+
+/// Moves `from..to` to `at` (not after `from`).
+fn move_within(buf: &mut [u8], from: u32, to: u32, at: u32) -> bool {
+    let (from, to, at) = (from as usize, to as usize, at as usize);
+    if to > buf.len() || from > to || at > from {
+        return false;
+    }
+    crate::work::add(to.saturating_sub(from));
+    buf.copy_within(from..to, at);
+    true
+}
+
+fn to_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// Where a scan of compact JSON is: `step` is true at a comma between
+/// the elements of the array scanned.
+#[derive(Default)]
+struct Scan {
+    depth: u32,
+    string: bool,
+    escape: bool,
+}
+
+impl Scan {
+    fn step(&mut self, c: u8) -> bool {
+        if self.string {
+            match c {
+                _ if self.escape => self.escape = false,
+                b'\\' => self.escape = true,
+                b'"' => self.string = false,
+                _ => {}
+            }
+            return false;
+        }
+        match c {
+            b'"' => self.string = true,
+            b'{' | b'[' => self.depth = self.depth.saturating_add(1),
+            b'}' | b']' => self.depth = self.depth.saturating_sub(1),
+            b',' => return self.depth == 0,
+            _ => {}
+        }
+        false
+    }
+}
+
+/// Calls `f` with each element of `list` (an array's elements, without
+/// its brackets).
+fn for_each_element(list: &[u8], mut f: impl FnMut(&[u8])) {
+    let mut scan = Scan::default();
+    let mut from = 0usize;
+    for (i, &c) in list.iter().enumerate() {
+        if scan.step(c) {
+            f(list.get(from..i).unwrap_or_default());
+            from = i.saturating_add(1);
+        }
+    }
+    if from < list.len() {
+        f(list.get(from..).unwrap_or_default());
     }
 }
 
@@ -843,7 +1308,6 @@ mod tests {
 
     use super::*;
     use std::string::String;
-    use std::vec::Vec;
 
     /// The stand-in for `payload` through a `cap`-byte buffer, read in
     /// `piece`-byte pieces after the first `held`.
@@ -856,121 +1320,26 @@ mod tests {
         for p in payload.as_bytes()[held..].chunks(piece.max(1)) {
             r.feed(p, &mut buf);
         }
-        let done = r.finish()?;
+        let done = r.finish();
+        if done.is_none() {
+            std::eprintln!(
+                "failed: out {} {:?}",
+                r.out,
+                String::from_utf8_lossy(&buf[..r.out as usize])
+            );
+        }
+        let done = done?;
         let text = String::from_utf8(buf[..done.len].to_vec()).unwrap();
         Some((text, done.stand_ins))
     }
 
     #[test]
-    fn opaque_members_that_do_not_fit_become_empty_values() {
-        let big = "x".repeat(500);
-        let payload = std::format!(
-            "{{ \"type\": \"TEXT_MESSAGE_CONTENT\",\n \"messageId\": \"m1\", \"delta\": \"{big}\", \"rawEvent\": {{\"a\": [1, \"{big}\"]}} }}"
-        );
-        for cap in [80, 100, 300] {
-            for held in [0, 10, cap] {
-                for piece in [1, 7, 1460] {
-                    let (text, s) = reduce(&payload, cap, held, piece).unwrap();
-                    assert_eq!(
-                        text,
-                        r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"","rawEvent":{}}"#,
-                        "{cap} {held} {piece}"
-                    );
-                    assert!(s.contains(Key::Delta) && s.contains(Key::RawEvent));
-                    assert_eq!(s.keys().count(), 2);
-                }
-            }
-        }
-        // With room, nothing is replaced; only whitespace goes.
-        let (text, s) = reduce(&payload, 4096, 0, 1460).unwrap();
-        assert!(s.is_empty());
-        assert_eq!(text.len(), payload.len() - 12);
-    }
-
-    #[test]
-    fn a_closed_value_is_replaced_when_a_later_member_does_not_fit() {
-        let payload = std::format!(
-            r#"{{"type":"TOOL_CALL_RESULT","content":"{}","messageId":"{}","toolCallId":"t"}}"#,
-            "c".repeat(40),
-            "m".repeat(30)
-        );
-        let (text, s) = reduce(&payload, 128, 0, 1).unwrap();
-        let want = std::format!(
-            r#"{{"type":"TOOL_CALL_RESULT","content":"","messageId":"{}","toolCallId":"t"}}"#,
-            "m".repeat(30)
-        );
-        assert_eq!(text, want);
-        assert!(s.contains(Key::Content));
-    }
-
-    #[test]
-    fn members_a_rule_reads_are_never_replaced() {
-        let id = "i".repeat(100);
-        for payload in [
-            std::format!(r#"{{"type":"TEXT_MESSAGE_START","messageId":"{id}"}}"#),
-            std::format!(r#"{{"type":"RUN_STARTED","input":{{"messages":["{id}"]}}}}"#),
-            std::format!(r#"{{"type":"CUSTOM","d\u0065lta":"{id}"}}"#),
-        ] {
-            assert_eq!(reduce(&payload, 64, 64, 7), None, "{payload}");
-        }
-        // An unknown member is replaced; a string root too.
-        let (text, s) = reduce(&std::format!(r#"{{"type":"X","zz":["{id}"]}}"#), 64, 0, 3).unwrap();
-        assert_eq!(
-            (text.as_str(), s.unlisted()),
-            (r#"{"type":"X","zz":[]}"#, true)
-        );
-        let (text, _) = reduce(&std::format!(r#""{id}""#), 64, 64, 3).unwrap();
-        assert_eq!(text, r#""""#);
-    }
-
-    #[test]
-    fn strings_with_structure_characters_and_escapes_are_read_as_strings() {
-        let big = "a\\\"{[,:]}".repeat(40);
-        let payload =
-            std::format!(r#"{{"delta":"{big}","type":"TEXT_MESSAGE_CONTENT","messageId":"m"}}"#);
-        let (text, s) = reduce(&payload, 80, 30, 5).unwrap();
-        assert_eq!(
-            text,
-            r#"{"delta":"","type":"TEXT_MESSAGE_CONTENT","messageId":"m"}"#
-        );
-        assert!(s.contains(Key::Delta));
-    }
-
-    #[test]
-    fn stand_ins_are_allowed_only_where_a_kind_decides() {
-        let all = |keys: &[Key]| {
-            let mut s = StandIns::default();
-            keys.iter().for_each(|&k| s.add(k as u8));
-            s
-        };
-        let ok = |keys: &[Key], payload: &str, args: bool| {
-            allowed(all(keys), None, payload.as_bytes(), Dialect::V1, args)
-        };
-        let content = r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":""}"#;
-        assert!(ok(&[Key::Delta], content, true));
-        let args = r#"{"type":"TOOL_CALL_ARGS","toolCallId":"t","delta":""}"#;
-        assert!(ok(&[Key::Delta], args, false));
-        assert!(!ok(&[Key::Delta], args, true));
-        // A JSON Patch is checked operation by operation.
-        assert!(!ok(
-            &[Key::Delta],
-            r#"{"type":"STATE_DELTA","delta":[]}"#,
-            false
-        ));
-        assert!(ok(
-            &[Key::Snapshot],
-            r#"{"type":"STATE_SNAPSHOT","snapshot":{}}"#,
-            false
-        ));
-        // A V1 tool result's content is a string or a list of parts.
-        let result = |content: &str| {
-            std::format!(
-                r#"{{"type":"TOOL_CALL_RESULT","messageId":"m","toolCallId":"t","content":{content}}}"#
-            )
-        };
-        assert!(ok(&[Key::Content], &result(r#""""#), false));
-        assert!(!ok(&[Key::Content], &result("[]"), false));
-        let v: Vec<Key> = all(&[Key::Delta, Key::Content]).keys().collect();
-        assert_eq!(v, [Key::Delta, Key::Content]);
+    fn debug_run_started() {
+        let s =
+            std::fs::read_to_string("tests/corpus/conformance/ev-run-started-full.sse").unwrap();
+        let payload = s.lines().next().unwrap().strip_prefix("data: ").unwrap();
+        let r = reduce(payload, 1024, 0, 1);
+        std::eprintln!("{r:?}");
+        assert!(r.is_some());
     }
 }

@@ -1247,6 +1247,15 @@ pub(crate) fn stage(msg: RawJson<'_>, filter: &mut [u8]) -> Option<bool> {
     Some(tag.is_some())
 }
 
+/// Adds the record one tool call of an assistant message in a history
+/// makes to a [`Staged`] filter (a message whose tool calls were let go
+/// one by one before it closed).
+pub(crate) fn stage_tool_call(call: RawJson<'_>, filter: &mut [u8]) {
+    if let Some(id) = call.get("id").and_then(|v| v.as_str()) {
+        owners::stage_record(filter, Owned::ToolCall, id);
+    }
+}
+
 const EMPTY: JsonStr<'static> = JsonStr::from_escaped(b"");
 
 #[cfg(test)]

@@ -29,8 +29,6 @@ pub(crate) struct V8Message {
     /// The quoted text starts after the text's start / ends before its end.
     cut_before: bool,
     cut_after: bool,
-    /// The text was not kept: an unexpected token is shown without it.
-    unquoted: bool,
 }
 
 impl V8Message {
@@ -42,25 +40,62 @@ impl V8Message {
         len: 0,
         cut_before: false,
         cut_after: false,
-        unquoted: false,
     };
 
-    /// The message of an error whose text is gone: its kind, its position
-    /// in UTF-16 units and the byte there. An unexpected token is then
-    /// shown without the text around it. (After a backslash, the caller
-    /// makes an astral character an unexpected token, as `new` does.)
-    pub(crate) fn at(kind: JsonErrorKind, position: usize, byte: u8) -> Self {
-        V8Message {
+    /// The message of an error at UTF-16 position `position` of a text
+    /// that is not kept whole: `before` holds at least the bytes of the
+    /// ten units before the error (or the text from its start), `rest` the
+    /// text from the error on (at least the bytes of ten units, or to its
+    /// end if `ends`). Quoted as [`new`](Self::new) quotes the whole text.
+    pub(crate) fn around(
+        kind: JsonErrorKind,
+        position: usize,
+        before: &[u8],
+        rest: &[u8],
+        ends: bool,
+    ) -> Self {
+        let mut m = V8Message {
             kind,
             position: u32::try_from(position).unwrap_or(u32::MAX),
-            token: if byte.is_ascii() {
-                char::from(byte)
-            } else {
-                char::REPLACEMENT_CHARACTER
-            },
-            unquoted: true,
             ..Self::EMPTY
+        };
+        let units = |text: &[u8]| decoded(text).map(|(c, _)| c.len_utf16()).sum::<usize>();
+        // The units of `before` that are within ten of the error.
+        let mut skip = units(before).saturating_sub(AROUND);
+        m.cut_before = position > AROUND;
+        let mut n = 0usize;
+        let mut push = |c: char, m: &mut V8Message| {
+            let mut buf = [0u8; 4];
+            let s = c.encode_utf8(&mut buf);
+            if let Some(dst) = m.snippet.get_mut(n..n.saturating_add(s.len())) {
+                dst.copy_from_slice(s.as_bytes());
+                n = n.saturating_add(s.len());
+            }
+        };
+        for (c, _) in decoded(before) {
+            if skip == 0 {
+                push(c, &mut m);
+            } else {
+                skip = skip.saturating_sub(c.len_utf16());
+            }
         }
+        let mut after = 0usize;
+        for (i, (c, _)) in decoded(rest).enumerate() {
+            if i == 0 {
+                m.token = c;
+            }
+            if after < AROUND {
+                push(c, &mut m);
+            }
+            after = after.saturating_add(c.len_utf16());
+        }
+        m.cut_after = !ends || after > AROUND;
+        m.len = u8::try_from(n).unwrap_or(0);
+        if kind == JsonErrorKind::BadEscape && m.token.len_utf16() == 2 {
+            m.kind = JsonErrorKind::UnexpectedToken(0);
+            m.token = char::REPLACEMENT_CHARACTER;
+        }
+        m
     }
 
     /// The message of `error` in `text`.
@@ -71,11 +106,7 @@ impl V8Message {
         };
         // The text's characters with their UTF-16 positions.
         let mut units = 0usize;
-        let chars = text.utf8_chunks().flat_map(|chunk| {
-            let valid = chunk.valid().chars().map(|c| (c, c.len_utf8()));
-            let bad = chunk.invalid().len();
-            valid.chain((bad > 0).then_some((char::REPLACEMENT_CHARACTER, bad)))
-        });
+        let chars = decoded(text);
         let offset = usize::try_from(error.offset).unwrap_or(usize::MAX);
         let mut at_byte = 0usize;
         let mut position = None;
@@ -124,15 +155,20 @@ impl V8Message {
     }
 }
 
+/// `text`'s characters as the reference decodes them (invalid UTF-8 as
+/// U+FFFD), with their lengths in bytes.
+fn decoded(text: &[u8]) -> impl Iterator<Item = (char, usize)> + Clone + '_ {
+    text.utf8_chunks().flat_map(|chunk| {
+        let valid = chunk.valid().chars().map(|c| (c, c.len_utf8()));
+        let bad = chunk.invalid().len();
+        valid.chain((bad > 0).then_some((char::REPLACEMENT_CHARACTER, bad)))
+    })
+}
+
 impl fmt::Display for V8Message {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let at = self.position;
         match self.kind {
-            JsonErrorKind::UnexpectedToken(_) if self.unquoted => write!(
-                f,
-                "Unexpected token '{}' in JSON at position {at}",
-                self.token
-            ),
             JsonErrorKind::UnexpectedToken(_) => {
                 let snippet = self
                     .snippet
