@@ -115,6 +115,10 @@ fn client_view(out: &[u8]) -> (Vec<String>, usize) {
     (blocks, cut)
 }
 
+/// The gateway's client view (without and with `close_open`), each with
+/// the run it came from.
+type Views = [(Vec<String>, String); 2];
+
 /// How a cut stream must end at the gateway.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum End {
@@ -155,7 +159,7 @@ fn same_at_every_buffer(name: &str, stream: &[u8], cut: usize, end: End, one_byt
         format!("{name}, cut at {cut}: buffers {buffers:?}, pushes of {push}")
     };
     let mut runs = 0;
-    let mut want: Option<(Checked, [(Vec<String>, String); 2])> = None;
+    let mut want: Option<(Checked, Views)> = None;
     for (f, r) in BUFFERS {
         let (mut frames, mut raw) = (vec![0u8; f], vec![0u8; r]);
         for &push in pushes {
@@ -196,7 +200,7 @@ fn same_at_every_buffer(name: &str, stream: &[u8], cut: usize, end: End, one_byt
                 }
                 views.push((blocks, ctx));
             }
-            let views: [(Vec<String>, String); 2] = views.try_into().unwrap();
+            let views: Views = views.try_into().unwrap();
             runs += 3;
             match &want {
                 None => want = Some((checked, views)),
@@ -252,7 +256,7 @@ const STRING_UNIT: &str = r#"ab\n\u00e9 \"q\" é😀 "#;
 /// every state of one `unit` of the value there; whether each is also
 /// pushed a byte at a time (the middle is).
 fn cuts_around(middle: usize, unit: usize) -> impl Iterator<Item = (usize, bool)> {
-    (middle..middle + unit).map(move |cut| (cut, (cut - middle) % 4 == 0))
+    (middle..middle + unit).map(move |cut| (cut, (cut - middle).is_multiple_of(4)))
 }
 
 /// The stream of the issue: the agent process died while sending a
@@ -387,7 +391,7 @@ fn a_frame_cut_after_its_large_value_is_truncated_at_any_buffer() {
     let mut runs = 0;
     // After the value's quote, each byte to the frame's end.
     for cut in after..end {
-        let one_byte = (cut - after) % 4 == 0 || cut + 2 >= end;
+        let one_byte = (cut - after).is_multiple_of(4) || cut + 2 >= end;
         let name = "after the large value";
         runs += same_at_every_buffer(name, &stream, cut, End::Truncated, one_byte);
     }
@@ -400,7 +404,7 @@ fn a_frame_cut_after_its_large_value_is_truncated_at_any_buffer() {
     stream.extend_from_slice(split.as_bytes());
     let after = from + at(&stream[from..], "\"\ndata: ,") + 1;
     for cut in after..stream.len() {
-        let one_byte = (cut - after) % 4 == 0 || cut + 2 >= stream.len();
+        let one_byte = (cut - after).is_multiple_of(4) || cut + 2 >= stream.len();
         let name = "a value's next line";
         runs += same_at_every_buffer(name, &stream, cut, End::Truncated, one_byte);
     }
@@ -426,7 +430,7 @@ fn a_frame_that_fits_cut_after_a_large_one_is_truncated_at_any_buffer() {
     let mut runs = 0;
     let middle = start + (stream.len() - start) / 2;
     for cut in start + 1..stream.len() {
-        let one_byte = cut % 4 == middle % 4 || cut + 2 >= stream.len();
+        let one_byte = cut.abs_diff(middle).is_multiple_of(4) || cut + 2 >= stream.len();
         let name = "a frame that fits";
         runs += same_at_every_buffer(name, &stream, cut, End::Truncated, one_byte);
     }
