@@ -8,10 +8,12 @@ pushes (Python 3 stdlib only).
 Exit 0 and prints `exact` if GOT and WANT are the same bytes. Otherwise the
 only difference pushes may make (see README, "The gateway rewriter"): a block
 larger than the raw buffer goes out piece by piece ahead of its verdict, and
-one found bad at its end is cut with the mark `\\ndata: \\x01\\n\\n`, after
-which the stream stops whatever the policy; how much of it went out, or
-whether any did (a verdict may come before the block outgrows the buffer),
-depends on where pushes split. So exit 0 and print `cut` if:
+one found bad at its end (or one the input ends inside of, inside its JSON)
+is cut with the mark `\\ndata: \\x01\\n\\n` (its LF may be the line end the
+block stopped at), after which the stream stops whatever the policy; how
+much of it went out, or whether any did (a verdict may come before the
+block outgrows the buffer), depends on where pushes split. So exit 0 and
+print `cut` if:
 
   - each output ends a block (`\\n\\n`) and holds at most one mark, and at
     least one holds one;

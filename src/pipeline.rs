@@ -159,6 +159,12 @@ pub struct FrameInfo {
     /// `data` (false where unknown): the gateway forwards such a frame's
     /// bytes without looking at them again.
     pub(crate) plain: bool,
+    /// The stream ended inside the frame's JSON: the frame was not
+    /// terminated, and the bytes of it that arrived begin a JSON text, so
+    /// its JSON error is where they end — the cut, not a syntax error in
+    /// them. Told alike whether the frame fit the buffer or spilled (the
+    /// gateway's repair reads it as the truncation it is).
+    pub(crate) cut_in_json: bool,
 }
 
 /// Receives events in stream order, and can push back.
@@ -533,9 +539,13 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
     ) -> Result<ControlFlow<()>, Error> {
         let (index, start, payload_offset) = (frame.index, frame.start, frame.payload_offset);
         let capacity = self.framer.capacity();
+        // Whether the bytes that arrived begin a JSON text (so that a JSON
+        // error is where they end), as for a frame that fit.
+        let mut unbroken = false;
         let (verdict, message) = match self.framer.spill_sink() {
             JsonState::Spilling(spilling) => {
                 let (verdict, message) = spilling.finish(self.framer.buffer());
+                unbroken = spilling.unbroken();
                 (Some((verdict, spilling.overflow_at)), message)
             }
             JsonState::Message(..) => (None, None),
@@ -586,6 +596,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             stand_ins: StandIns::default(),
             input_type: None,
             plain: false,
+            cut_in_json: !frame.terminated && unbroken && matches!(e.kind, ErrorKind::Json(_)),
         };
         match self.framer.spill_sink() {
             JsonState::Message(m, _) if matches!(e.kind, ErrorKind::Json(_)) => {
@@ -628,6 +639,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             stand_ins: StandIns::default(),
             input_type: None,
             plain: false,
+            cut_in_json: false,
         };
         let (policy, violations) = (self.stages.config.policy, &mut self.stages.violations);
         Some(match message {
@@ -773,6 +785,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
             stand_ins,
             input_type: None,
             plain,
+            cut_in_json: false,
         };
         let decode_error = |e| {
             Error::from_decode(
@@ -792,6 +805,12 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
             Ok(Some(event)) => event,
             Ok(None) => return Ok(sink.skipped(&Skipped::Ignored(info))),
             Err(e) => {
+                if let DecodeError::Json(j) = e {
+                    // An error where the bytes end is the cut's (a
+                    // syntax error is at the byte that breaks it).
+                    info.cut_in_json = !frame.terminated
+                        && usize::try_from(j.offset).is_ok_and(|at| at == frame.payload.len());
+                }
                 let e = decode_error(*e);
                 let violations = &mut self.violations;
                 return match json {

@@ -81,7 +81,10 @@ pub struct Options {
     /// On a violation (default stop).
     pub on_violation: OnViolation,
     /// End a stream cut mid-run with `RUN_ERROR` (`AGUI_STREAM_TRUNCATED`),
-    /// and terminate a cut last frame (default on).
+    /// and terminate a cut last frame (default on). A last frame cut inside
+    /// its JSON is dropped — or cut, if it was going out ahead of its
+    /// verdict — as the truncation it is, whatever the buffers' size; a
+    /// JSON error in the bytes that did arrive is a violation.
     pub repair: bool,
     /// Before a repair's or the stop policy's `RUN_ERROR`, close what is
     /// open — tool calls, text messages, reasoning messages and spans,
@@ -375,9 +378,12 @@ const FRAME_SLACK: usize = (LANES + 3) * 192 + 3 * LANE_BYTES + RUN_ERROR_BYTES;
 /// verdict, so that a block found bad at its end can still be cut.
 const WITHHELD: usize = 16;
 
-/// What ends a block forwarded ahead of its verdict that turned out bad: a
-/// data line whose control byte no JSON can hold, so that the client's
-/// parse of the block fails visibly.
+/// What ends a block forwarded ahead of its verdict that turned out bad
+/// (or was cut by the end of input): a data line whose control byte no JSON
+/// can hold, so that the client's parse of the block fails visibly. It
+/// starts a line: after the line the block stopped in (a LF ends it), or
+/// right away where the block stopped at a line's end (a LF there would
+/// end the block, and its lines so far could read as an event).
 const CUT: &[u8] = b"\ndata: \x01\n\n";
 
 /// The most one closing event takes besides its ids.
@@ -947,8 +953,10 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         }
     }
 
-    /// Ends the input: a cut last frame is terminated, and a run left open
-    /// gets its `RUN_ERROR` (with [`Options::repair`]). Returns the
+    /// Ends the input: a cut last frame is terminated (dropped, or cut if
+    /// it went out ahead of its verdict, where the input ended inside its
+    /// JSON), and a run left open gets its `RUN_ERROR` (with
+    /// [`Options::repair`]). Returns the
     /// pipeline's summary (`None` if the stream had already ended).
     ///
     /// # Errors
@@ -1638,13 +1646,20 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
     /// the client gets: it is cut (the client's parse fails) and the
     /// stream stops with `code` and `message`.
     fn cut(&mut self, code: &str, message: &dyn fmt::Display) -> ControlFlow<()> {
-        self.write(CUT);
+        self.end_streamed();
+        self.stop.set_code(code, message);
+        ControlFlow::Break(())
+    }
+
+    /// Ends what went out of the current frame ahead of its verdict with a
+    /// data line no JSON can hold, so that the client's parse of it fails.
+    fn end_streamed(&mut self) {
+        let at_line_start = *self.line == relines::LINE_START;
+        self.write(CUT.get(usize::from(at_line_start)..).unwrap_or_default());
         *self.line = relines::LINE_START;
         *self.streamed = 0;
         self.frame_streamed = false;
         self.stats.cut = self.stats.cut.saturating_add(1);
-        self.stop.set_code(code, message);
-        ControlFlow::Break(())
     }
 
     /// A streamed frame that must be re-encoded: its bytes are gone.
@@ -1731,17 +1746,22 @@ impl<W: Write + ?Sized> Sink for Forward<'_, W> {
         }
         let policy = self.options.on_violation;
         self.begin(frame);
+        if frame.cut_in_json && self.options.repair {
+            // The stream was cut inside its last frame's JSON: that is the
+            // truncation the repair reports, not a violation to stop on,
+            // whether the frame fit the buffers or went out ahead of its
+            // verdict (then what went out of it is cut, so that no client
+            // reads it as an event).
+            if self.frame_streamed {
+                self.end_streamed();
+            }
+            self.stats.dropped = self.stats.dropped.saturating_add(1);
+            return ControlFlow::Continue(());
+        }
         if self.frame_streamed {
             self.stats.violations = self.stats.violations.saturating_add(1);
             count_in(&mut self.stats.violations_by_stage, error.stage.index());
             return self.cut(code_of(error), message);
-        }
-        if !frame.terminated && self.options.repair && error.stage == Stage::Json {
-            // The stream was cut inside its last frame's JSON: that is the
-            // truncation the repair reports, not a violation to stop on.
-            self.begin(frame);
-            self.stats.dropped = self.stats.dropped.saturating_add(1);
-            return ControlFlow::Continue(());
         }
         if policy != OnViolation::Pass && second_terminal(error) {
             self.begin(frame);

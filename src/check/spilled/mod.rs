@@ -306,6 +306,13 @@ impl Spilling {
         }
     }
 
+    /// Whether no byte so far broke the JSON: a JSON error at
+    /// [`finish`](Self::finish) is then where the bytes ended (a stream
+    /// cut inside the frame), not in the bytes that arrived.
+    pub(crate) fn unbroken(&self) -> bool {
+        matches!(self.progress, Progress::Reading { .. })
+    }
+
     /// The verdict at the frame's end, and V8's message for a JSON error.
     /// `buf` is the frame buffer.
     pub(crate) fn finish(&self, buf: &[u8]) -> (Verdict, Option<V8Message>) {
