@@ -1313,33 +1313,212 @@ mod tests {
     /// `piece`-byte pieces after the first `held`.
     fn reduce(payload: &str, cap: usize, held: usize, piece: usize) -> Option<(String, StandIns)> {
         let mut buf = std::vec![0u8; cap];
-        let held = held.min(cap).min(payload.len());
+        // As `JsonState::begin` has it: the buffer's last bytes are fed
+        // from a copy.
+        let held = held.min(cap.saturating_sub(FILTER)).min(payload.len());
         buf[..held].copy_from_slice(&payload.as_bytes()[..held]);
         let mut r = Reducer::new(Dialect::V1);
         r.feed_held(&mut buf, held);
         for p in payload.as_bytes()[held..].chunks(piece.max(1)) {
             r.feed(p, &mut buf);
         }
-        let done = r.finish();
-        if done.is_none() {
-            std::eprintln!(
-                "failed: out {} {:?}",
-                r.out,
-                String::from_utf8_lossy(&buf[..r.out as usize])
-            );
-        }
-        let done = done?;
+        let done = r.finish()?;
         let text = String::from_utf8(buf[..done.len].to_vec()).unwrap();
         Some((text, done.stand_ins))
     }
 
+    /// Ends of a spilled payload as they stream: the stand-in (or `None`)
+    /// is the same whatever the pieces and the bytes held at the start.
+    fn reduced(payload: &str, cap: usize) -> Option<(String, StandIns)> {
+        let want = reduce(payload, cap, 0, 1460);
+        for held in [0, 10, cap] {
+            for piece in [1, 7] {
+                assert_eq!(reduce(payload, cap, held, piece), want, "{held} {piece}");
+            }
+        }
+        want
+    }
+
+    fn big(n: usize) -> String {
+        "x".repeat(n)
+    }
+
     #[test]
-    fn debug_run_started() {
-        let s =
-            std::fs::read_to_string("tests/corpus/conformance/ev-run-started-full.sse").unwrap();
-        let payload = s.lines().next().unwrap().strip_prefix("data: ").unwrap();
-        let r = reduce(payload, 1024, 0, 1);
-        std::eprintln!("{r:?}");
-        assert!(r.is_some());
+    fn values_only_whose_kind_is_read_become_empty_values() {
+        let big = big(500);
+        let payload = std::format!(
+            "{{ \"type\": \"TEXT_MESSAGE_CONTENT\",\n \"messageId\": \"m1\", \"delta\": \"{big}\", \"rawEvent\": {{\"a\": [1, \"{big}\"]}} }}"
+        );
+        for cap in [80, 100, 300] {
+            let (text, s) = reduced(&payload, cap).unwrap();
+            assert_eq!(
+                text,
+                r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"","rawEvent":{}}"#,
+                "{cap}"
+            );
+            assert!(s.contains(Key::Delta) && s.contains(Key::RawEvent));
+            assert_eq!(s.keys().count(), 2);
+        }
+        // With room, nothing is replaced; only whitespace goes.
+        let (text, s) = reduced(&payload, 4096).unwrap();
+        assert!(s.is_empty());
+        assert_eq!(text.len(), payload.len() - 12);
+    }
+
+    #[test]
+    fn values_at_any_depth_are_replaced_and_the_structure_kept() {
+        let big = big(600);
+        // A tool result and a text part and an image's data in a history.
+        let payload = std::format!(
+            r#"{{"type":"MESSAGES_SNAPSHOT","messages":[{{"id":"a","role":"tool","toolCallId":"c","content":"{big}"}},{{"id":"b","role":"user","content":[{{"type":"text","text":"{big}"}},{{"type":"image","source":{{"type":"data","value":"{big}","mimeType":"image/png"}}}}]}}]}}"#
+        );
+        let (text, s) = reduced(&payload, 700).unwrap();
+        assert_eq!(
+            text,
+            r#"{"type":"MESSAGES_SNAPSHOT","messages":[{"id":"a","role":"tool","toolCallId":"c","content":""},{"id":"b","role":"user","content":[{"type":"text","text":""},{"type":"image","source":{"type":"data","value":"","mimeType":"image/png"}}]}]}"#
+        );
+        assert_eq!(s.keys().collect::<std::vec::Vec<_>>(), [Key::Messages]);
+        // An interrupt's message and response schema, in an outcome.
+        let payload = std::format!(
+            r#"{{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{{"type":"interrupt","interrupts":[{{"id":"i1","reason":"r","message":"{big}","responseSchema":{{"a":"{big}"}}}}]}}}}"#
+        );
+        let (text, _) = reduced(&payload, 300).unwrap();
+        assert_eq!(
+            text,
+            r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"interrupt","interrupts":[{"id":"i1","reason":"r","message":"","responseSchema":{}}]}}"#
+        );
+    }
+
+    #[test]
+    fn a_string_whose_truthiness_a_rule_reads_stays_non_empty() {
+        // V0 binary content needs one of id, url or data non-empty.
+        let payload = std::format!(
+            r#"{{"type":"MESSAGES_SNAPSHOT","messages":[{{"id":"u","role":"user","content":[{{"type":"binary","mimeType":"image/png","data":"{}"}}]}}]}}"#,
+            big(700)
+        );
+        let (text, _) = reduced(&payload, 600).unwrap();
+        assert!(
+            text.contains(r#""mimeType":"image/png","data":" ""#),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn members_before_their_tag_are_treated_as_every_variant_allows() {
+        let big = big(600);
+        let payload = std::format!(
+            r#"{{"type":"MESSAGES_SNAPSHOT","messages":[{{"content":"{big}","role":"user","id":"u"}},{{"content":[{{"text":"{big}","type":"text"}}],"role":"user","id":"v"}}]}}"#
+        );
+        let (text, _) = reduced(&payload, 600).unwrap();
+        assert_eq!(
+            text,
+            r#"{"type":"MESSAGES_SNAPSHOT","messages":[{"content":"","role":"user","id":"u"},{"content":[{"text":" ","type":"text"}],"role":"user","id":"v"}]}"#
+        );
+        // (The part could be a legacy binary one, whose text is read for
+        // truthiness, until its type is read.)
+        // Before the event's type too: only STATE_DELTA looks into an
+        // array `delta`, as a JSON Patch.
+        let payload = std::format!(
+            r#"{{"delta":[{{"op":"add","path":"/a","value":"{big}"}}],"type":"STATE_DELTA"}}"#
+        );
+        let (text, _) = reduced(&payload, 200).unwrap();
+        assert_eq!(
+            text,
+            r#"{"delta":[{"op":"add","path":"/a","value":""}],"type":"STATE_DELTA"}"#
+        );
+    }
+
+    #[test]
+    fn what_a_rule_reads_is_never_replaced() {
+        let id = big(100);
+        for payload in [
+            std::format!(r#"{{"type":"TEXT_MESSAGE_START","messageId":"{id}"}}"#),
+            std::format!(
+                r#"{{"type":"MESSAGES_SNAPSHOT","messages":[{{"id":"{id}","role":"user","content":"c"}}]}}"#
+            ),
+            // A history message's owner.
+            std::format!(
+                r#"{{"type":"MESSAGES_SNAPSHOT","messages":[{{"id":"i","role":"user","content":"c","subagentRunId":"{id}"}}]}}"#
+            ),
+            std::format!(r#"{{"type":"STATE_DELTA","delta":[{{"op":"remove","path":"/{id}"}}]}}"#),
+            // A name with escapes may be any member.
+            std::format!(r#"{{"type":"CUSTOM","value":"{id}","n\u0061me":"n"}}"#),
+            // A second type that reads what the first let go.
+            std::format!(
+                r#"{{"type":"TEXT_MESSAGE_CONTENT","delta":"{id}","type":"STATE_DELTA"}}"#
+            ),
+        ] {
+            assert_eq!(reduced(&payload, 64), None, "{payload}");
+        }
+        // What a history's messages record is kept, however long.
+        let id = big(700);
+        for member in ["id", "subagentRunId"] {
+            let payload = std::format!(
+                r#"{{"type":"MESSAGES_SNAPSHOT","messages":[{{"id":"i","role":"assistant","content":"c","{member}":"{id}","toolCalls":[{{"id":"{id}","type":"function","function":{{"name":"f","arguments":"{{}}"}}}}]}}]}}"#
+            );
+            assert_eq!(reduced(&payload, 600), None, "{member}");
+            let (text, _) = reduced(&payload, 4096).unwrap();
+            assert!(text.contains(&id));
+        }
+        // A second type that reads it no more than the first did.
+        let payload = std::format!(
+            r#"{{"type":"CUSTOM","name":"n","value":"{id}","type":"TOOL_CALL_RESULT","messageId":"m","toolCallId":"c","content":"x"}}"#
+        );
+        assert!(reduced(&payload, 160).is_some_and(|(_, s)| s.contains(Key::Value)));
+        // A root value that is no object.
+        let (text, _) = reduced(&std::format!(r#""{id}""#), 64).unwrap();
+        assert_eq!(text, r#""""#);
+    }
+
+    /// A history of `n` messages, message `bad` (if any) of the wrong shape.
+    fn history(n: usize, bad: Option<usize>) -> String {
+        let messages: std::vec::Vec<String> = (0..n)
+            .map(|i| match bad == Some(i) {
+                true => std::format!(r#"{{"id":"m{i}","role":"user","content":{i}}}"#),
+                false => std::format!(r#"{{"id":"m{i}","role":"user","content":"hello {i}"}}"#),
+            })
+            .collect();
+        std::format!(
+            r#"{{"type":"MESSAGES_SNAPSHOT","messages":[{}]}}"#,
+            messages.join(",")
+        )
+    }
+
+    #[test]
+    fn arrays_let_go_of_elements_that_pass_and_keep_the_first_that_fails() {
+        let (text, s) = reduced(&history(40, None), 600).unwrap();
+        assert!(text.ends_with(r#"{"id":"m39","role":"user","content":"hello 39"}]}"#));
+        assert!(!text.contains(r#""m0""#) && s.contains(Key::Messages));
+        let (text, _) = reduced(&history(40, Some(20)), 600).unwrap();
+        assert_eq!(
+            text,
+            r#"{"type":"MESSAGES_SNAPSHOT","messages":[{"id":"m20","role":"user","content":20}]}"#
+        );
+        // An array that must not be empty keeps its first element.
+        let interrupts: std::vec::Vec<String> = (0..40)
+            .map(|i| std::format!(r#"{{"id":"i{i}","reason":"r"}}"#))
+            .collect();
+        let payload = std::format!(
+            r#"{{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{{"type":"interrupt","interrupts":[{}]}}}}"#,
+            interrupts.join(",")
+        );
+        let (text, _) = reduced(&payload, 300).unwrap();
+        assert!(
+            text.contains(r#""interrupts":[{"id":"i0","reason":"r"},"#),
+            "{text}"
+        );
+        assert!(text.ends_with(r#"{"id":"i39","reason":"r"}]}}"#), "{text}");
+    }
+
+    #[test]
+    fn the_records_of_messages_let_go_are_staged() {
+        let payload = history(40, None);
+        let mut buf = std::vec![0u8; 600];
+        let mut r = Reducer::new(Dialect::V1);
+        r.feed(payload.as_bytes(), &mut buf);
+        let done = r.finish().unwrap();
+        assert!(done.staged && done.parent && !done.subagents);
+        let filter = &buf[buf.len() - FILTER..];
+        assert!(filter.iter().any(|&b| b != 0));
     }
 }
