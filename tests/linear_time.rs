@@ -134,6 +134,49 @@ fn work_does_not_depend_on_the_split() {
         long < 1.1 * short && long < 2.0 * whole,
         "{short} {long} {whole}"
     );
+    // Histories whose messages each outgrow the buffer (a long text part
+    // and an image's data, reduced at their depth): the same work per
+    // byte for 100 messages as for 1,000, in any pushes.
+    let nested = |n: usize, push: usize, buffer: usize| {
+        let text = "t".repeat(1500);
+        let data = "QUJD".repeat(500);
+        let messages: Vec<String> = (0..n)
+            .map(|i| {
+                format!(
+                    r#"{{"id":"m{i}","role":"user","content":[{{"type":"text","text":"{text}"}},{{"type":"image","source":{{"type":"data","value":"{data}","mimeType":"image/png"}}}}]}}"#
+                )
+            })
+            .collect();
+        let snapshot = format!(
+            r#"{{"type":"MESSAGES_SNAPSHOT","messages":[{}]}}"#,
+            messages.join(",")
+        );
+        let s = common::sse(&[common::RUN_STARTED, &snapshot]);
+        let mut buf = vec![0u8; buffer];
+        let mut p = Pipeline::new(&mut buf, Config::new());
+        let mut seen = 0;
+        let mut sink = |_: &Event<'_>, f: &FrameInfo| seen += usize::from(f.spilled);
+        work::take();
+        for piece in s.chunks(push) {
+            p.push(piece, &mut sink).unwrap();
+        }
+        p.finish(&mut sink).unwrap();
+        assert_eq!(seen, usize::from(buffer == 1024));
+        work::take() as f64 / s.len() as f64
+    };
+    let (short, long, small, whole) = (
+        nested(100, 1460, 1024),
+        nested(1_000, 1460, 1024),
+        nested(1_000, 7, 1024),
+        nested(1_000, 1460, 1 << 24),
+    );
+    eprintln!(
+        "nested histories: work per byte {short:.2} (100 messages), {long:.2} (1,000), {small:.2} (1,000 in 7-byte pushes), {whole:.2} whole"
+    );
+    assert!(
+        long < 1.1 * short && small < 1.5 * long && long < 2.0 * whole,
+        "{short} {long} {small} {whole}"
+    );
     let (short, long) = (per_byte(1_000), per_byte(10_000));
     eprintln!("long runs: work per byte {short:.2} (1,000 tool calls), {long:.2} (10,000)");
     assert!(long < 1.1 * short, "{long} vs {short}");

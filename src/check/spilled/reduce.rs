@@ -365,7 +365,7 @@ impl Reducer {
     }
 
     /// String bytes other than a quote or backslash at the start of
-    /// `rest`, skipped or copied at once; how many.
+    /// `rest`, skipped or copied at once (as many as fit); how many.
     fn string_run(&mut self, rest: &[u8], buf: &mut [u8]) -> usize {
         let skipping = match self.skip {
             Some(s) if s.string && !s.escape => true,
@@ -373,23 +373,22 @@ impl Reducer {
             None if self.in_string && !self.escape => false,
             None => return 0,
         };
+        let out = self.out as usize;
+        let room = self.room(buf.len()).saturating_sub(out);
+        let rest = match skipping {
+            true => rest,
+            // What does not fit goes byte by byte, making room.
+            false => rest.get(..room).unwrap_or(rest),
+        };
         let n = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
         crate::work::add(n);
-        if skipping || n == 0 {
-            return n;
+        if !skipping
+            && let (Some(dst), Some(src)) = (buf.get_mut(out..out.saturating_add(n)), rest.get(..n))
+        {
+            dst.copy_from_slice(src);
+            self.out = to_u32(out.saturating_add(n));
         }
-        let out = self.out as usize;
-        match out.checked_add(n) {
-            Some(end) if end <= self.room(buf.len()) => {
-                if let (Some(dst), Some(src)) = (buf.get_mut(out..end), rest.get(..n)) {
-                    dst.copy_from_slice(src);
-                }
-                self.out = to_u32(end);
-                n
-            }
-            // Byte by byte, making room.
-            _ => 0,
-        }
+        n
     }
 
     fn byte(&mut self, b: u8, buf: &mut [u8]) {
