@@ -108,8 +108,25 @@ fn run(config: Config, chunks: &[&[u8]], buffer: usize) -> Outcome {
     (sink.0, result, message)
 }
 
+/// The findings `AGUI_FUZZ_KNOWN` names, for a run that looks past them:
+/// `depth64` lets a small buffer add `Capacity::JsonDepth { limit: 64 }`
+/// as it may add `Capacity::Owners`.
+fn known() -> &'static [Capacity] {
+    static KNOWN: std::sync::OnceLock<Vec<Capacity>> = std::sync::OnceLock::new();
+    KNOWN.get_or_init(|| {
+        let names = std::env::var("AGUI_FUZZ_KNOWN").unwrap_or_default();
+        let mut known = vec![Capacity::Owners];
+        if names.contains("depth64") {
+            known.push(Capacity::JsonDepth { limit: 64 });
+        }
+        known
+    })
+}
+
+/// A stop a small buffer may add: `Capacity::Owners` (a rule needs the
+/// owner record of a history message that was let go).
 fn is_owners(e: &Error) -> bool {
-    e.kind == ErrorKind::Capacity(Capacity::Owners)
+    matches!(e.kind, ErrorKind::Capacity(c) if known().contains(&c))
 }
 
 /// The same event from the same frame: `small` may show stand-ins where
@@ -252,8 +269,7 @@ fn last_run_error(out: &[u8]) -> Option<(String, String)> {
 /// The stop a small buffer may add: an owner record let go.
 fn owners_stop(end: &Option<(String, String)>) -> bool {
     end.as_ref().is_some_and(|(code, message)| {
-        code == "AGUI_STREAM_CAPACITY"
-            && *message == Capacity::Owners.to_string()
+        code == "AGUI_STREAM_CAPACITY" && known().iter().any(|c| *message == c.to_string())
     })
 }
 

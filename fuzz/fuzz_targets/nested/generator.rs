@@ -12,7 +12,7 @@
 
 /// The most bytes a generated stream has (about; one last frame may pass it
 /// by its closing events).
-pub const MAX_STREAM: usize = 60 * 1024;
+pub const MAX_STREAM: usize = 56 * 1024;
 
 /// Draws from the fuzzer's bytes; 0 once they run out.
 pub struct Bytes<'a> {
@@ -385,6 +385,14 @@ impl Gen<'_> {
         n
     }
 
+    /// How many of `n` copies of a value of `size` bytes fit what is left
+    /// (at least one), which they spend.
+    fn copies(&mut self, n: usize, size: usize) -> usize {
+        let n = n.min(1 + self.left / (size + 1));
+        self.left -= n.saturating_sub(1) * (size + 1);
+        n
+    }
+
     /// A count of members or elements.
     fn count(&mut self) -> usize {
         match self.b.u8() % 16 {
@@ -462,7 +470,7 @@ impl Gen<'_> {
         if self.b.ratio(1, 3) {
             // one element, repeated: large arrays from few bytes
             let e = self.any(depth + 1);
-            let n = n.min(1 + 8192 / (e.size() + 1));
+            let n = self.copies(n, e.size());
             return J::Arr(vec![e; n]);
         }
         J::Arr((0..n).map(|_| self.any(depth + 1)).collect())
@@ -719,10 +727,10 @@ impl Gen<'_> {
         // The rest repeat the drawn ones under fresh ids: long histories
         // from few bytes.
         for i in distinct..n {
-            if out.iter().map(J::size).sum::<usize>() > MAX_STREAM / 2 {
+            let mut m = out[i % distinct].clone();
+            if self.copies(2, m.size()) < 2 {
                 break;
             }
-            let mut m = out[i % distinct].clone();
             if let J::Obj(members, _) = &mut m {
                 for (k, v) in members.iter_mut() {
                     if k == "id" {

@@ -42,7 +42,8 @@ pub(super) enum Ctx {
 pub(super) enum Variant {
     /// No tag yet.
     Unknown,
-    Known(&'static Obj),
+    /// The variant at this index of the union's.
+    Known(u8),
     /// A tag that names no variant: the object is dropped or rejected
     /// whatever else it holds.
     Other,
@@ -52,7 +53,7 @@ impl Variant {
     pub(super) fn same(self, other: Variant) -> bool {
         match (self, other) {
             (Variant::Unknown, Variant::Unknown) | (Variant::Other, Variant::Other) => true,
-            (Variant::Known(a), Variant::Known(b)) => core::ptr::eq(a, b),
+            (Variant::Known(a), Variant::Known(b)) => a == b,
             _ => false,
         }
     }
@@ -271,7 +272,10 @@ pub(super) fn union_member(
         return Named::Tag;
     }
     match variant {
-        Variant::Known(o) => object_member(o, name, false, place),
+        Variant::Known(i) => match u.variants.get(usize::from(i)) {
+            Some(&(_, o)) => object_member(o, name, false, place),
+            None => Named::Whole,
+        },
         Variant::Other => Named::Kind { truthy: false },
         Variant::Unknown => match Member::from_bytes(name) {
             Some(m) if READ.contains(&m) => Named::Read,
@@ -288,8 +292,9 @@ pub(super) fn union_member(
 pub(super) fn variant(u: &'static Union, tag: &[u8]) -> Variant {
     u.variants
         .iter()
-        .find(|(name, _)| name.as_bytes() == tag)
-        .map_or(Variant::Other, |&(_, o)| Variant::Known(o))
+        .position(|(name, _)| name.as_bytes() == tag)
+        .and_then(|i| u8::try_from(i).ok())
+        .map_or(Variant::Other, Variant::Known)
 }
 
 /// Whether what was reduced of a member as `before` says is reduced as

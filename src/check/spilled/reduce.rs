@@ -27,7 +27,7 @@ use crate::event_type::{EventType, Key};
 /// Most objects and arrays the schema reads that are open at once: an
 /// event, a run's input, its history, a message, its content, a part and
 /// its source are seven.
-const FRAMES: usize = 8;
+const FRAMES: usize = 7;
 
 /// The frames open, innermost last.
 #[derive(Clone, Copy, Debug)]
@@ -45,8 +45,6 @@ impl Stack {
             kind: Kind::Object {
                 ctx: Ctx::Event,
                 place: Place::Other,
-                named: Named::Whole,
-                bit: ROOT,
                 want_name: false,
                 staged_calls: false,
             },
@@ -67,10 +65,6 @@ impl Stack {
 
     fn len(&self) -> usize {
         self.len
-    }
-
-    fn first(&self) -> Option<&Frame> {
-        self.as_slice().first()
     }
 
     fn last(&self) -> Option<&Frame> {
@@ -128,10 +122,6 @@ enum Kind {
     Object {
         ctx: Ctx,
         place: Place,
-        /// The current member, once its name closed.
-        named: Named,
-        /// The event's current member's bit (top level only).
-        bit: u8,
         want_name: bool,
         /// A history message whose tool calls were let go.
         staged_calls: bool,
@@ -249,6 +239,10 @@ pub(crate) struct Reducer {
     skip: Option<Skip>,
     /// Reductions so far.
     cuts: u32,
+    /// The innermost object's current member, once its name closed.
+    named: Named,
+    /// The event's current member's bit.
+    bit: u8,
     /// History arrays open (their records may need the filter).
     history: u8,
     in_string: bool,
@@ -281,6 +275,8 @@ impl Reducer {
             closed: [None; KEPT],
             skip: None,
             cuts: 0,
+            named: Named::Whole,
+            bit: ROOT,
             history: 0,
             in_string: false,
             escape: false,
@@ -549,13 +545,7 @@ impl Reducer {
 
     /// The event's member the reader is in.
     fn bit(&self) -> u8 {
-        match self.frames.first() {
-            Some(Frame {
-                kind: Kind::Object { bit, .. },
-                ..
-            }) => *bit,
-            _ => ROOT,
-        }
+        self.bit
     }
 
     /// A value opens with `b` (not yet written).
@@ -569,8 +559,8 @@ impl Reducer {
             None if b == b'{' => (Treat::Object(Ctx::Event), Place::Other),
             None => (place::Named::Kind { truthy: false }.treat(b), Place::Other),
             Some(f) => match f.kind {
-                Kind::Object { named, ctx, .. } => {
-                    let treat = named.treat(b);
+                Kind::Object { ctx, .. } => {
+                    let treat = self.named.treat(b);
                     let place = match (treat, ctx) {
                         (Treat::Object(Ctx::Obj(o)), Ctx::Event) => Place::of(o),
                         _ => Place::Other,
@@ -602,8 +592,6 @@ impl Reducer {
             Treat::Object(ctx) => self.push(Kind::Object {
                 ctx,
                 place,
-                named: Named::Whole,
-                bit: ESCAPED,
                 want_name: true,
                 staged_calls: false,
             }),
@@ -658,45 +646,45 @@ impl Reducer {
 
     /// A member's name closed: what its value will be.
     fn name_closed(&mut self, buf: &[u8]) {
-        let (dialect, ty, cuts) = (self.dialect, self.ty, self.cuts);
-        let Some(Frame {
+        let Some(&Frame {
             item,
-            kind:
-                Kind::Object {
-                    ctx,
-                    place,
-                    named,
-                    bit,
-                    want_name,
-                    ..
-                },
+            kind: Kind::Object { ctx, place, .. },
             ..
-        }) = self.frames.last_mut()
+        }) = self.frames.last()
         else {
             return;
         };
-        *want_name = false;
+        if let Some(Frame {
+            kind: Kind::Object { want_name, .. },
+            ..
+        }) = self.frames.last_mut()
+        {
+            *want_name = false;
+        }
         let text = buf
-            .get((*item as usize).saturating_add(1)..(self.out as usize).saturating_sub(1))
+            .get((item as usize).saturating_add(1)..(self.out as usize).saturating_sub(1))
             .unwrap_or_default();
+        let event = matches!(ctx, Ctx::Event);
         if text.contains(&b'\\') {
             // It may be any member, the tag among them: nothing more is
             // replaced, and what was may not stand.
             self.escaped = true;
-            self.failed |= cuts > 0;
-            *bit = ESCAPED;
-            *named = Named::Whole;
+            self.failed |= self.cuts > 0;
+            if event {
+                self.bit = ESCAPED;
+            }
+            self.named = Named::Whole;
             return;
         }
-        *named = match *ctx {
+        self.named = match ctx {
             Ctx::Event => {
                 let key = Key::from_bytes(text);
-                *bit = key.map_or(UNLISTED, |k| k as u8);
-                place::event_member(dialect, ty, key)
+                self.bit = key.map_or(UNLISTED, |k| k as u8);
+                place::event_member(self.dialect, self.ty, key)
             }
-            Ctx::Obj(o) => place::object_member(o, text, false, *place),
-            Ctx::Proto(o) => place::object_member(o, text, true, *place),
-            Ctx::Union(u, v) => place::union_member(u, v, text, *place),
+            Ctx::Obj(o) => place::object_member(o, text, false, place),
+            Ctx::Proto(o) => place::object_member(o, text, true, place),
+            Ctx::Union(u, v) => place::union_member(u, v, text, place),
         };
     }
 
@@ -707,19 +695,17 @@ impl Reducer {
                 (self.open.start as usize).saturating_add(1)..(self.out as usize).saturating_sub(1),
             )
             .unwrap_or_default();
-        let cuts = self.cuts;
+        let (cuts, named) = (self.cuts, self.named);
         let Some(Frame {
             cuts: before,
-            kind: Kind::Object {
-                ctx, named, bit, ..
-            },
+            kind: Kind::Object { ctx, .. },
             ..
         }) = self.frames.last_mut()
         else {
             return;
         };
-        match (ctx, *named) {
-            (Ctx::Event, Named::Read) if *bit == Key::Type as u8 => {
+        match (ctx, named) {
+            (Ctx::Event, Named::Read) if self.bit == Key::Type as u8 => {
                 let ty = EventType::from_bytes(text);
                 // A second type (the last one counts): what was replaced
                 // must be what that type would have replaced.
