@@ -126,26 +126,6 @@ enum End {
     Truncated,
     /// `RUN_ERROR` `AGUI_STREAM_VIOLATION` with the pipeline's message.
     Violation,
-    /// A violation whose JSON error is an unexpected token: V8 quotes the
-    /// text around it, which a frame that spilled no longer has (README,
-    /// "Deviations" 5), so only the words up to the token are the same.
-    Unquoted,
-}
-
-/// `text` with an unexpected token's message cut after the token (see
-/// [`End::Unquoted`]); the message ends at the text's end or at a JSON
-/// string's end.
-fn unquoted(text: &str) -> String {
-    const WORDS: &str = "Unexpected token '";
-    let Some(i) = text.find(WORDS) else {
-        return text.to_string();
-    };
-    let token = i + WORDS.len();
-    let quote = token + text[token..].chars().next().map_or(0, char::len_utf8);
-    let end = text[quote..]
-        .find("\",\"code\"")
-        .map_or(text.len(), |k| quote + k);
-    format!("{}{}", &text[..=quote], &text[end..])
 }
 
 /// `stream[..cut]` through every buffer and push size (1-byte pushes only
@@ -164,19 +144,11 @@ fn same_at_every_buffer(name: &str, stream: &[u8], cut: usize, end: End, one_byt
         let (mut frames, mut raw) = (vec![0u8; f], vec![0u8; r]);
         for &push in pushes {
             let ctx = ctx((f, r), push);
-            let mut checked = check(stream, &mut frames, push);
-            if end == End::Unquoted
-                && let Err((_, message)) = &mut checked.1
-            {
-                *message = unquoted(message);
-            }
+            let checked = check(stream, &mut frames, push);
             let mut views = Vec::new();
             for close_open in [false, true] {
                 let (out, stats) = gateway(stream, (&mut frames, &mut raw), push, close_open);
-                let (mut blocks, cut_blocks) = client_view(&out);
-                if end == End::Unquoted {
-                    blocks = blocks.iter().map(|b| unquoted(b)).collect();
-                }
+                let (blocks, cut_blocks) = client_view(&out);
                 let ctx = format!("{ctx}, close_open {close_open}");
                 // Only a block that went out ahead of its verdict is cut.
                 assert_eq!(cut_blocks as u64, stats.cut, "{ctx}");
@@ -187,7 +159,7 @@ fn same_at_every_buffer(name: &str, stream: &[u8], cut: usize, end: End, one_byt
                         assert_eq!(last, TRUNCATED, "{ctx}");
                         assert_eq!(stats.violations, 0, "{ctx}");
                     }
-                    End::Violation | End::Unquoted => {
+                    End::Violation => {
                         let Err((_, message)) = &checked.1 else {
                             panic!("{ctx}: the pipeline passed it");
                         };
@@ -444,7 +416,7 @@ fn a_frame_that_fits_cut_after_a_large_one_is_truncated_at_any_buffer() {
 /// the truncation it is.
 #[test]
 fn a_syntax_error_in_what_arrived_is_a_violation_at_any_buffer() {
-    use End::{Truncated as T, Unquoted as U, Violation as V};
+    use End::{Truncated as T, Violation as V};
     let x = "x".repeat(LARGE);
     let mut runs = 0;
     // The bad text, and cuts after its first byte with their verdicts
@@ -457,7 +429,7 @@ fn a_syntax_error_in_what_arrived_is_a_violation_at_any_buffer() {
         // U+FFFD: a bad escape, not an unexpected token.
         (
             "\\😀",
-            &[(5_000, U), (5, U), (4, V), (3, V), (2, V), (1, T)],
+            &[(5_000, V), (5, V), (4, V), (3, V), (2, V), (1, T)],
         ),
         ("\"x", &[(5_000, V), (2, V), (1, T)]),
         ("\"}x", &[(5_000, V), (3, V), (2, T), (1, T)]),
