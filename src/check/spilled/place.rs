@@ -38,7 +38,7 @@ pub(super) enum Ctx {
 }
 
 /// A union object's variant, as far as its tag has been read.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Variant {
     /// No tag yet.
     Unknown,
@@ -47,16 +47,6 @@ pub(super) enum Variant {
     /// A tag that names no variant: the object is dropped or rejected
     /// whatever else it holds.
     Other,
-}
-
-impl Variant {
-    pub(super) fn same(self, other: Variant) -> bool {
-        match (self, other) {
-            (Variant::Unknown, Variant::Unknown) | (Variant::Other, Variant::Other) => true,
-            (Variant::Known(a), Variant::Known(b)) => a == b,
-            _ => false,
-        }
-    }
 }
 
 /// What an array's elements are.

@@ -730,7 +730,7 @@ impl Reducer {
                 } else {
                     place::variant(u, text)
                 };
-                if (self.escaped || !v.same(Variant::Unknown) && !v.same(chosen)) && cuts > *before
+                if (self.escaped || *v != Variant::Unknown && *v != chosen) && cuts > *before
                 {
                     self.failed = true;
                 }
