@@ -7,6 +7,10 @@
 #   pipeline                       whole streams, truncated to 64 KiB, behind
 #   rewrite                        (the same, truncated to 16 KiB)
 #                                  the target's 4-byte header (see below)
+#   buffers                        whole streams, truncated to 64 KiB, behind
+#                                  the raw-stream header 80 01 06 00 b3 05
+#                                  (pushes of 7 and 1460 bytes), plus 64
+#                                  generator inputs (fixed pseudo-random bytes)
 #   decode, encode, differential   one seed per frame: its data payload
 #   json_resume                    the same, behind one byte that picks the splits
 #
@@ -40,6 +44,9 @@ REWRITE_MAX = 16 * 1024
 PAYLOAD_MAX = 64 * 1024
 # pipeline's header: flags (bit 0 deterministic minting), 2 chunk sizes: 7, 253.
 PIPELINE_HEADER = bytes([0x01, 0x02, 7, 253])
+# buffers' header: mode 0x80 (the rest is the stream), n = 1 (two sizes),
+# then the sizes as u16 LE, each 1 + value % 1460: pushes of 7 and 1460.
+BUFFERS_HEADER = bytes([0x80, 0x01, 6, 0, 0xb3, 0x05])
 counts = {}
 
 def seed(target, data):
@@ -74,6 +81,7 @@ def add_stream(stream):
     seed("pipeline", PIPELINE_HEADER + stream[:STREAM_MAX])
     # The rewriter reads the same layout; its streams are shorter.
     seed("rewrite", PIPELINE_HEADER + stream[:REWRITE_MAX])
+    seed("buffers", BUFFERS_HEADER + stream[:STREAM_MAX])
     for p in payloads(stream):
         if len(p) <= PAYLOAD_MAX:
             for t in ("decode", "encode", "differential"):
@@ -117,7 +125,16 @@ for src in sources:
                     if section.strip():
                         add_stream(section)
 
-for t in ("pipeline", "rewrite", "decode", "encode", "differential", "json_resume"):
+# buffers' generator: mode 0 (generate), one push size, then the bytes
+# that drive the generator (fixed pseudo-random ones, so that seeds are
+# the same on every machine; 256 B to 4 KiB, each its own swarm of
+# features in its first byte).
+for i in range(64):
+    n = 256 << (i % 5)
+    drive = b"".join(hashlib.sha256(b"buffers/%d/%d" % (i, k)).digest() for k in range(n // 32))
+    seed("buffers", bytes([0x00, i % 8]) + drive)
+
+for t in ("pipeline", "rewrite", "buffers", "decode", "encode", "differential", "json_resume"):
     os.makedirs(os.path.join(out_root, t), exist_ok=True)
     total = len(os.listdir(os.path.join(out_root, t)))
     print(f"seed.sh: {t}: {counts.get(t, 0)} new seeds, {total} in fuzz/corpus/{t}")

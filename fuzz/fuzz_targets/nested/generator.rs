@@ -187,22 +187,84 @@ pub fn escape(text: &[u8]) -> String {
 /// two- and three-byte characters, astral ones raw and as surrogate pairs,
 /// lone surrogates, and text that looks like JSON or SSE.
 const PIECES: &[&str] = &[
-    "a", "lorem ", "ipsum", " ", "x", "Zz", "\\n", "\\\"", "\\\\", "\\/", "\\t", "\\r", "\\b",
-    "\\f", "\\u00e9", "\\u0000", "\\u001f", "\\u2028", "\\ud83d\\ude00", "\\uD834\\uDD1E",
-    "\\ud800", "\\udc00", "\\u0041", "é", "—", "€", "😀", "𝄞", "日本語", "{\\\"k\\\":[1,2]}",
-    "data: ", ",", "}", "]", ":", "0123456789", "~1", "/", "'", "<>&",
+    "a",
+    "lorem ",
+    "ipsum",
+    " ",
+    "x",
+    "Zz",
+    "\\n",
+    "\\\"",
+    "\\\\",
+    "\\/",
+    "\\t",
+    "\\r",
+    "\\b",
+    "\\f",
+    "\\u00e9",
+    "\\u0000",
+    "\\u001f",
+    "\\u2028",
+    "\\ud83d\\ude00",
+    "\\uD834\\uDD1E",
+    "\\ud800",
+    "\\udc00",
+    "\\u0041",
+    "é",
+    "—",
+    "€",
+    "😀",
+    "𝄞",
+    "日本語",
+    "{\\\"k\\\":[1,2]}",
+    "data: ",
+    ",",
+    "}",
+    "]",
+    ":",
+    "0123456789",
+    "~1",
+    "/",
+    "'",
+    "<>&",
 ];
 const BASE64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 const WORDS: &[&str] = &[
-    "id", "name", "value", "items", "data", "k", "type", "role", "content", "text", "path",
-    "op", "state", "nested", "list", "é", "",
+    "id", "name", "value", "items", "data", "k", "type", "role", "content", "text", "path", "op",
+    "state", "nested", "list", "é", "",
 ];
-const MIME: &[&str] = &["image/png", "audio/wav", "video/mp4", "application/pdf", "text/plain"];
+const MIME: &[&str] = &[
+    "image/png",
+    "audio/wav",
+    "video/mp4",
+    "application/pdf",
+    "text/plain",
+];
 const NUMBERS: &[&str] = &[
-    "0", "1", "-1", "3.5", "1e3", "2.0", "9007199254740991", "-0", "1E-7", "42", "0.1",
-    "123456789012345678901234567890", "-2.5e-3",
+    "0",
+    "1",
+    "-1",
+    "3.5",
+    "1e3",
+    "2.0",
+    "9007199254740991",
+    "-0",
+    "1E-7",
+    "42",
+    "0.1",
+    "123456789012345678901234567890",
+    "-2.5e-3",
 ];
-const POINTERS: &[&str] = &["", "/a", "/a/0", "/x~1y", "/~0", "/-", "/state/items/-", "/é/0/k"];
+const POINTERS: &[&str] = &[
+    "",
+    "/a",
+    "/a/0",
+    "/x~1y",
+    "/~0",
+    "/-",
+    "/state/items/-",
+    "/é/0/k",
+];
 const BAD_POINTERS: &[&str] = &["a", "draft", "/a/~2", "/~", "/x/~x", "a/b", "~1"];
 
 /// The generated run: its frames (trees, with their texts) before framing.
@@ -294,7 +356,11 @@ impl Run {
         let mut out = Vec::new();
         let f = self.framing;
         let eol: &[u8] = if f & 0x07 == 1 { b"\r\n" } else { b"\n" };
-        let data: &[u8] = if f & 0x18 == 0x08 { b"data:" } else { b"data: " };
+        let data: &[u8] = if f & 0x18 == 0x08 {
+            b"data:"
+        } else {
+            b"data: "
+        };
         for (i, frame) in self.frames.iter().enumerate() {
             let mut t = Text::default();
             write(frame, &mut t);
@@ -455,8 +521,16 @@ impl Gen<'_> {
         let n = self.count();
         let mut m = Vec::with_capacity(n);
         for i in 0..n {
-            let key = format!("{}{}", self.b.pick(WORDS), if i % 3 == 2 { "" } else { "_" });
-            let key = if self.b.ratio(1, 8) { format!("{key}{i}") } else { key };
+            let key = format!(
+                "{}{}",
+                self.b.pick(WORDS),
+                if i % 3 == 2 { "" } else { "_" }
+            );
+            let key = if self.b.ratio(1, 8) {
+                format!("{key}{i}")
+            } else {
+                key
+            };
             m.push((key, self.any(depth + 1)));
             if self.left == 0 && self.b.is_empty() {
                 break;
@@ -476,10 +550,14 @@ impl Gen<'_> {
         J::Arr((0..n).map(|_| self.any(depth + 1)).collect())
     }
 
-    /// Nesting 1 to 200 levels deep (past the 64 a small buffer keeps
-    /// without room to spare).
+    /// Nesting 1 to 40 levels deep, or now and then to 200 (past the 64
+    /// a small buffer keeps without room to spare).
     fn deep(&mut self) -> J {
-        let depth = 1 + self.b.below(200);
+        let depth = if self.b.ratio(1, 4) {
+            1 + self.b.below(200)
+        } else {
+            1 + self.b.below(40)
+        };
         let arrays = self.b.ratio(1, 2);
         let mut j = self.text();
         for _ in 0..depth {
@@ -601,7 +679,9 @@ impl Gen<'_> {
     /// A content part, of either dialect (V0's `binary` among them).
     fn part(&mut self, in_message: bool) -> J {
         let kinds: &[&str] = if in_message {
-            &["text", "text", "image", "audio", "video", "document", "binary"]
+            &[
+                "text", "text", "image", "audio", "video", "document", "binary",
+            ]
         } else {
             &["text", "text", "image", "audio", "video", "document"]
         };
@@ -609,7 +689,10 @@ impl Gen<'_> {
         let mut p = match kind {
             "text" => obj(vec![("type", s("text")), ("text", self.text())]),
             "binary" => {
-                let mut o = obj(vec![("type", s("binary")), ("mimeType", s(self.b.pick(MIME)))]);
+                let mut o = obj(vec![
+                    ("type", s("binary")),
+                    ("mimeType", s(self.b.pick(MIME))),
+                ]);
                 match self.b.u8() % 3 {
                     0 => o.push("data", self.base64()),
                     1 => o.push("url", self.text()),
@@ -652,10 +735,17 @@ impl Gen<'_> {
     }
 
     fn tool_call(&mut self) -> J {
-        let mut f = obj(vec![("name", s("read_file")), ("arguments", self.arguments())]);
+        let mut f = obj(vec![
+            ("name", s("read_file")),
+            ("arguments", self.arguments()),
+        ]);
         self.arrange(&mut f);
         let id = self.id("call_");
-        let mut c = obj(vec![("id", s(id)), ("type", s("function")), ("function", f)]);
+        let mut c = obj(vec![
+            ("id", s(id)),
+            ("type", s("function")),
+            ("function", f),
+        ]);
         if self.b.ratio(1, 6) {
             c.push("encryptedValue", self.base64());
         }
@@ -669,8 +759,16 @@ impl Gen<'_> {
     /// A history message of any role.
     fn message(&mut self) -> J {
         let role = self.b.pick(&[
-            "user", "assistant", "tool", "system", "developer", "activity", "reasoning", "user",
-            "assistant", "tool",
+            "user",
+            "assistant",
+            "tool",
+            "system",
+            "developer",
+            "activity",
+            "reasoning",
+            "user",
+            "assistant",
+            "tool",
         ]);
         let id = self.id("h");
         self.history.push(id.clone());
@@ -750,7 +848,9 @@ impl Gen<'_> {
         let n = 1 + self.count();
         let mut ops = Vec::with_capacity(n);
         for _ in 0..n {
-            let op = self.b.pick(&["add", "remove", "replace", "move", "copy", "test", "add"]);
+            let op = self
+                .b
+                .pick(&["add", "remove", "replace", "move", "copy", "test", "add"]);
             let mut o = obj(vec![("op", s(op)), ("path", s(self.b.pick(POINTERS)))]);
             match op {
                 "add" | "replace" | "test" => o.push("value", self.any(1)),
@@ -812,7 +912,10 @@ impl Gen<'_> {
         }
         if self.swarm.base_members {
             if self.b.ratio(1, 6) {
-                e.push("timestamp", num(1_700_000_000_000u64 + u64::from(self.b.u16())));
+                e.push(
+                    "timestamp",
+                    num(1_700_000_000_000u64 + u64::from(self.b.u16())),
+                );
             }
             if self.b.ratio(1, 8) {
                 e.push("rawEvent", self.any(1));
@@ -906,7 +1009,10 @@ impl Gen<'_> {
             3 | 4 => {
                 let n = 1 + self.b.below(3);
                 let interrupts = (0..n).map(|_| self.interrupt()).collect();
-                let mut o = obj(vec![("type", s("interrupt")), ("interrupts", J::Arr(interrupts))]);
+                let mut o = obj(vec![
+                    ("type", s("interrupt")),
+                    ("interrupts", J::Arr(interrupts)),
+                ]);
                 self.arrange(&mut o);
                 members.push(("outcome", o));
             }
@@ -929,7 +1035,10 @@ impl Gen<'_> {
                 let id = self.message_id();
                 let mut start = vec![("messageId", s(id.clone()))];
                 if self.b.ratio(1, 2) {
-                    start.push(("role", s(self.b.pick(&["assistant", "user", "system", "developer"]))));
+                    start.push((
+                        "role",
+                        s(self.b.pick(&["assistant", "user", "system", "developer"])),
+                    ));
                 }
                 frames.push(self.event("TEXT_MESSAGE_START", start, attributed));
                 for _ in 0..1 + self.b.below(3) {
@@ -945,7 +1054,10 @@ impl Gen<'_> {
             }
             3 | 4 => {
                 let call = self.id("call_");
-                let mut start = vec![("toolCallId", s(call.clone())), ("toolCallName", s("search"))];
+                let mut start = vec![
+                    ("toolCallId", s(call.clone())),
+                    ("toolCallName", s("search")),
+                ];
                 if self.b.ratio(1, 2) {
                     start.push(("parentMessageId", s(self.message_id())));
                 }
@@ -959,7 +1071,11 @@ impl Gen<'_> {
                     );
                     frames.push(e);
                 }
-                frames.push(self.event("TOOL_CALL_END", vec![("toolCallId", s(call.clone()))], attributed));
+                frames.push(self.event(
+                    "TOOL_CALL_END",
+                    vec![("toolCallId", s(call.clone()))],
+                    attributed,
+                ));
                 if self.b.ratio(3, 4) {
                     let mut members = vec![
                         ("messageId", s(self.message_id())),
@@ -1000,7 +1116,11 @@ impl Gen<'_> {
                     let patch = self.patch();
                     let e = self.event(
                         "ACTIVITY_DELTA",
-                        vec![("messageId", s(id)), ("activityType", s("plan")), ("patch", patch)],
+                        vec![
+                            ("messageId", s(id)),
+                            ("activityType", s("plan")),
+                            ("patch", patch),
+                        ],
                         attributed,
                     );
                     frames.push(e);
@@ -1008,7 +1128,11 @@ impl Gen<'_> {
             }
             13 => {
                 let value = self.any(0);
-                frames.push(self.event("CUSTOM", vec![("name", s("report")), ("value", value)], attributed));
+                frames.push(self.event(
+                    "CUSTOM",
+                    vec![("name", s("report")), ("value", value)],
+                    attributed,
+                ));
             }
             14 => {
                 let event = self.any(0);
@@ -1023,7 +1147,11 @@ impl Gen<'_> {
                 if self.b.ratio(1, 2) {
                     let span = self.id("rs");
                     let msg = self.message_id();
-                    frames.push(self.event("REASONING_START", vec![("messageId", s(span.clone()))], attributed));
+                    frames.push(self.event(
+                        "REASONING_START",
+                        vec![("messageId", s(span.clone()))],
+                        attributed,
+                    ));
                     frames.push(self.event(
                         "REASONING_MESSAGE_START",
                         vec![("messageId", s(msg.clone())), ("role", s("reasoning"))],
@@ -1035,7 +1163,11 @@ impl Gen<'_> {
                         vec![("messageId", s(msg.clone())), ("delta", delta)],
                         attributed,
                     ));
-                    frames.push(self.event("REASONING_MESSAGE_END", vec![("messageId", s(msg))], attributed));
+                    frames.push(self.event(
+                        "REASONING_MESSAGE_END",
+                        vec![("messageId", s(msg))],
+                        attributed,
+                    ));
                     if self.b.ratio(1, 2) {
                         let value = self.base64();
                         let entity = self.message_id();
@@ -1049,20 +1181,32 @@ impl Gen<'_> {
                             attributed,
                         ));
                     }
-                    frames.push(self.event("REASONING_END", vec![("messageId", s(span))], attributed));
+                    frames.push(self.event(
+                        "REASONING_END",
+                        vec![("messageId", s(span))],
+                        attributed,
+                    ));
                 } else {
                     let title = self.text();
                     frames.push(self.event("THINKING_START", vec![("title", title)], false));
                     frames.push(self.event("THINKING_TEXT_MESSAGE_START", vec![], false));
                     let delta = self.text();
-                    frames.push(self.event("THINKING_TEXT_MESSAGE_CONTENT", vec![("delta", delta)], false));
+                    frames.push(self.event(
+                        "THINKING_TEXT_MESSAGE_CONTENT",
+                        vec![("delta", delta)],
+                        false,
+                    ));
                     frames.push(self.event("THINKING_TEXT_MESSAGE_END", vec![], false));
                     frames.push(self.event("THINKING_END", vec![], false));
                 }
             }
             16 => {
                 let name = self.id("step");
-                frames.push(self.event("STEP_STARTED", vec![("stepName", s(name.clone()))], attributed));
+                frames.push(self.event(
+                    "STEP_STARTED",
+                    vec![("stepName", s(name.clone()))],
+                    attributed,
+                ));
                 frames.push(self.event("STEP_FINISHED", vec![("stepName", s(name))], attributed));
             }
             17 => {
@@ -1088,8 +1232,16 @@ impl Gen<'_> {
                     }
                 }
                 // A closing explicit event ends the lane.
-                frames.push(self.event("STEP_STARTED", vec![("stepName", s("after-chunks"))], false));
-                frames.push(self.event("STEP_FINISHED", vec![("stepName", s("after-chunks"))], false));
+                frames.push(self.event(
+                    "STEP_STARTED",
+                    vec![("stepName", s("after-chunks"))],
+                    false,
+                ));
+                frames.push(self.event(
+                    "STEP_FINISHED",
+                    vec![("stepName", s("after-chunks"))],
+                    false,
+                ));
             }
             _ => {
                 // A subagent opens or closes.
@@ -1099,7 +1251,8 @@ impl Gen<'_> {
                 match self.subagent.take() {
                     None => {
                         let id = self.id("sub");
-                        let mut members = vec![("subagentRunId", s(id.clone())), ("name", s("helper"))];
+                        let mut members =
+                            vec![("subagentRunId", s(id.clone())), ("name", s("helper"))];
                         if self.b.ratio(1, 3) {
                             members.push(("description", self.text()));
                         }
@@ -1154,7 +1307,9 @@ impl Gen<'_> {
                     at += 1;
                 }
                 let inserts: &[&[u8]] = if inside && string {
-                    &[b"\\q", b"\\x41", b"\\u12G4", b"\t", b"\x01", b"\"", b"\\", b"\xff"]
+                    &[
+                        b"\\q", b"\\x41", b"\\u12G4", b"\t", b"\x01", b"\"", b"\\", b"\xff",
+                    ]
                 } else {
                     &[b",", b",}", b"]", b"}", b" x", b"\"", b":", b"}}", b"{"]
                 };
@@ -1180,7 +1335,9 @@ impl Gen<'_> {
                 let pick = self.b.u16() as usize;
                 let kind = self.b.u8();
                 let mut index = target.1;
-                visit_object(frame, target.0, &mut index, &mut |m| mutate_members(m, op, pick, kind));
+                visit_object(frame, target.0, &mut index, &mut |m| {
+                    mutate_members(m, op, pick, kind)
+                });
             }
         }
     }
@@ -1190,7 +1347,9 @@ fn count_objects(j: &J, schema_only: bool) -> usize {
     match j {
         J::Obj(m, schema) => {
             usize::from(*schema || !schema_only)
-                + m.iter().map(|(_, v)| count_objects(v, schema_only)).sum::<usize>()
+                + m.iter()
+                    .map(|(_, v)| count_objects(v, schema_only))
+                    .sum::<usize>()
         }
         J::Arr(v) => v.iter().map(|e| count_objects(e, schema_only)).sum(),
         _ => 0,
@@ -1247,7 +1406,9 @@ fn mutate_members(m: &mut Vec<(String, J)>, op: u8, pick: usize, kind: u8) {
         }
         // an unknown role, part type, op, status
         6 => {
-            let unknown = ["critic", "sticker", "binary", "merge", "accepted", "", "TYPE"];
+            let unknown = [
+                "critic", "sticker", "binary", "merge", "accepted", "", "TYPE",
+            ];
             for (k, v) in m.iter_mut() {
                 if matches!(k.as_str(), "role" | "type" | "op" | "status" | "subtype") {
                     *v = J::Str(unknown[kind % unknown.len()].into());
