@@ -61,6 +61,9 @@ impl<'a> Bytes<'a> {
     }
 }
 
+/// An object's members, in order (duplicates kept).
+type Members = Vec<(String, J)>;
+
 /// A JSON value as it will be written: strings hold their JSON text
 /// (escapes included) without the quotes, numbers theirs; `Raw` is any
 /// text (a mutation's). `Obj`'s flag marks an object a schema reads (an
@@ -71,7 +74,7 @@ pub enum J {
     Num(String),
     Str(String),
     Arr(Vec<J>),
-    Obj(Vec<(String, J)>, bool),
+    Obj(Members, bool),
     Raw(Vec<u8>),
 }
 
@@ -485,6 +488,18 @@ impl Gen<'_> {
 
     fn text(&mut self) -> J {
         let len = self.length();
+        J::Str(self.text_of(len))
+    }
+
+    /// The text of an event the pipeline synthesizes others from (a
+    /// chunk, V0's `THINKING_*`): mostly small, as a gateway must
+    /// re-encode those and stops where one outgrew its buffers (a
+    /// documented limit, which would end most comparisons early).
+    fn synthesized_text(&mut self) -> J {
+        if self.b.ratio(1, 8) {
+            return self.text();
+        }
+        let len = self.length().min(600);
         J::Str(self.text_of(len))
     }
 
@@ -1187,10 +1202,10 @@ impl Gen<'_> {
                         attributed,
                     ));
                 } else {
-                    let title = self.text();
+                    let title = self.synthesized_text();
                     frames.push(self.event("THINKING_START", vec![("title", title)], false));
                     frames.push(self.event("THINKING_TEXT_MESSAGE_START", vec![], false));
-                    let delta = self.text();
+                    let delta = self.synthesized_text();
                     frames.push(self.event(
                         "THINKING_TEXT_MESSAGE_CONTENT",
                         vec![("delta", delta)],
@@ -1214,7 +1229,7 @@ impl Gen<'_> {
                 if self.b.ratio(1, 2) {
                     let id = self.message_id();
                     for i in 0..1 + self.b.below(3) {
-                        let mut members = vec![("delta", self.text())];
+                        let mut members = vec![("delta", self.synthesized_text())];
                         if i == 0 {
                             members.push(("messageId", s(id.clone())));
                         }
@@ -1223,7 +1238,12 @@ impl Gen<'_> {
                 } else {
                     let call = self.id("call_");
                     for i in 0..1 + self.b.below(3) {
-                        let mut members = vec![("delta", self.arguments())];
+                        let delta = if self.b.ratio(1, 8) {
+                            self.arguments()
+                        } else {
+                            self.synthesized_text()
+                        };
+                        let mut members = vec![("delta", delta)];
                         if i == 0 {
                             members.push(("toolCallId", s(call.clone())));
                             members.push(("toolCallName", s("search")));
@@ -1362,7 +1382,7 @@ fn visit_object(
     j: &mut J,
     schema_only: bool,
     index: &mut usize,
-    f: &mut dyn FnMut(&mut Vec<(String, J)>),
+    f: &mut dyn FnMut(&mut Members),
 ) -> bool {
     match j {
         J::Obj(m, schema) => {
@@ -1383,7 +1403,7 @@ fn visit_object(
 
 /// One change to an object's members: a wrong kind, a missing member, an
 /// unknown tag, a bad pointer, a duplicate key, a missing value.
-fn mutate_members(m: &mut Vec<(String, J)>, op: u8, pick: usize, kind: u8) {
+fn mutate_members(m: &mut Members, op: u8, pick: usize, kind: u8) {
     let wrong: [J; 7] = [
         J::Num("7".into()),
         J::Str("x".into()),

@@ -840,6 +840,15 @@ impl Reducer {
             )
     }
 
+    /// The buffer's last [`FILTER`] bytes may take the records let go: the
+    /// buffer is large enough, and neither the syntax check nor the
+    /// stand-in holds them.
+    fn filter_free(&self, len: usize) -> bool {
+        len >= MIN_BUFFER
+            && !self.deep
+            && (self.out as usize) <= len.saturating_sub(FILTER).saturating_sub(2)
+    }
+
     /// Where the stand-in must end: two bytes are kept free for an empty
     /// value, and the last [`FILTER`] bytes for the records a history lets
     /// go (or the syntax check's levels past 64).
@@ -892,7 +901,9 @@ impl Reducer {
                 ))
             })
             .max_by_key(|&(_, g)| g);
-        let records_free = self.staged || (buf.len() >= MIN_BUFFER && !self.deep);
+        // The records' filter takes the buffer's last bytes, which the
+        // stand-in must have left free.
+        let records_free = self.staged || self.filter_free(buf.len());
         let droppable = |list: List| !matches!(list, List::History | List::Calls) || records_free;
         let mut array: Option<(Region, i64)> = None;
         let mut consider = |region: Region, len: u32| {
@@ -997,7 +1008,7 @@ impl Reducer {
         let (floor, end, item, list, mut kept, open, bit) = spec;
         let records = matches!(list, List::History | List::Calls);
         if records && !self.staged {
-            if buf.len() < MIN_BUFFER || self.deep {
+            if !self.filter_free(buf.len()) {
                 return false;
             }
             if let Some(tail) = buf.get_mut(buf.len().saturating_sub(FILTER)..) {
@@ -1493,6 +1504,25 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with(r#"{"id":"i39","reason":"r"}]}}"#), "{text}");
+    }
+
+    /// A history read before the event's type closes, the stand-in grows
+    /// into the buffer's last bytes, and a later reduction lets the
+    /// history's messages go: their records may not take those bytes (a
+    /// fuzz find: the stand-in read as a syntax error).
+    #[test]
+    fn records_never_take_bytes_the_stand_in_holds() {
+        let messages: std::vec::Vec<String> = (0..8)
+            .map(|i| std::format!(r#"{{"id":"m{i}","role":"user","content":"{}"}}"#, big(30)))
+            .collect();
+        let payload = std::format!(
+            r#"{{"messages":[{}],"rawEvent":"{}","type":"MESSAGES_SNAPSHOT"}}"#,
+            messages.join(","),
+            big(500)
+        );
+        let (text, _) = reduced(&payload, 1024).unwrap();
+        let limits = crate::input::json::Limits::new();
+        assert!(crate::input::json::validate(text.as_bytes(), limits).is_ok(), "{text}");
     }
 
     #[test]
