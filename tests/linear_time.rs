@@ -100,27 +100,12 @@ fn work_does_not_depend_on_the_split() {
     // A message history read element by element: the same work per byte
     // for 1,000 messages as for 10,000, and about what it costs whole.
     let history = |n: usize, buffer: usize| {
-        let messages: Vec<String> = (0..n)
-            .map(|i| {
-                format!(
-                    r#"{{"id":"m{i}","role":"assistant","content":"step {i}","toolCalls":[{{"id":"c{i}","type":"function","function":{{"name":"f","arguments":"{{}}"}}}}]}}"#
-                )
-            })
-            .collect();
-        let snapshot = format!(
-            r#"{{"type":"MESSAGES_SNAPSHOT","messages":[{}]}}"#,
-            messages.join(",")
-        );
-        let s = common::sse(&[common::RUN_STARTED, &snapshot]);
-        let mut buf = vec![0u8; buffer];
-        let mut p = Pipeline::new(&mut buf, Config::new());
-        let mut sink = |_: &Event<'_>, _: &FrameInfo| {};
-        work::take();
-        for piece in s.chunks(1460) {
-            p.push(piece, &mut sink).unwrap();
-        }
-        p.finish(&mut sink).unwrap();
-        work::take() as f64 / s.len() as f64
+        let message = |i: usize| {
+            format!(
+                r#"{{"id":"m{i}","role":"assistant","content":"step {i}","toolCalls":[{{"id":"c{i}","type":"function","function":{{"name":"f","arguments":"{{}}"}}}}]}}"#
+            )
+        };
+        snapshot_work(n, message, buffer, 1460).0
     };
     let (short, long, whole) = (
         history(1_000, 1024),
@@ -140,29 +125,14 @@ fn work_does_not_depend_on_the_split() {
     let nested = |n: usize, push: usize, buffer: usize| {
         let text = "t".repeat(1500);
         let data = "QUJD".repeat(500);
-        let messages: Vec<String> = (0..n)
-            .map(|i| {
-                format!(
-                    r#"{{"id":"m{i}","role":"user","content":[{{"type":"text","text":"{text}"}},{{"type":"image","source":{{"type":"data","value":"{data}","mimeType":"image/png"}}}}]}}"#
-                )
-            })
-            .collect();
-        let snapshot = format!(
-            r#"{{"type":"MESSAGES_SNAPSHOT","messages":[{}]}}"#,
-            messages.join(",")
-        );
-        let s = common::sse(&[common::RUN_STARTED, &snapshot]);
-        let mut buf = vec![0u8; buffer];
-        let mut p = Pipeline::new(&mut buf, Config::new());
-        let mut seen = 0;
-        let mut sink = |_: &Event<'_>, f: &FrameInfo| seen += usize::from(f.spilled);
-        work::take();
-        for piece in s.chunks(push) {
-            p.push(piece, &mut sink).unwrap();
-        }
-        p.finish(&mut sink).unwrap();
-        assert_eq!(seen, usize::from(buffer == 1024));
-        work::take() as f64 / s.len() as f64
+        let message = |i: usize| {
+            format!(
+                r#"{{"id":"m{i}","role":"user","content":[{{"type":"text","text":"{text}"}},{{"type":"image","source":{{"type":"data","value":"{data}","mimeType":"image/png"}}}}]}}"#
+            )
+        };
+        let (work, spilled) = snapshot_work(n, message, buffer, push);
+        assert_eq!(spilled, buffer == 1024);
+        work
     };
     let (short, long, small, whole) = (
         nested(100, 1460, 1024),
@@ -180,6 +150,33 @@ fn work_does_not_depend_on_the_split() {
     let (short, long) = (per_byte(1_000), per_byte(10_000));
     eprintln!("long runs: work per byte {short:.2} (1,000 tool calls), {long:.2} (10,000)");
     assert!(long < 1.1 * short, "{long} vs {short}");
+}
+
+/// Work per byte of a run that is a MESSAGES_SNAPSHOT of `n` messages,
+/// through a `buffer`-byte frame buffer in `push`-byte pushes, and whether
+/// the snapshot spilled.
+fn snapshot_work(
+    n: usize,
+    message: impl Fn(usize) -> String,
+    buffer: usize,
+    push: usize,
+) -> (f64, bool) {
+    let messages: Vec<String> = (0..n).map(message).collect();
+    let snapshot = format!(
+        r#"{{"type":"MESSAGES_SNAPSHOT","messages":[{}]}}"#,
+        messages.join(",")
+    );
+    let s = common::sse(&[common::RUN_STARTED, &snapshot]);
+    let mut buf = vec![0u8; buffer];
+    let mut p = Pipeline::new(&mut buf, Config::new());
+    let mut spilled = false;
+    let mut sink = |_: &Event<'_>, f: &FrameInfo| spilled |= f.spilled;
+    work::take();
+    for piece in s.chunks(push) {
+        p.push(piece, &mut sink).unwrap();
+    }
+    p.finish(&mut sink).unwrap();
+    (work::take() as f64 / s.len() as f64, spilled)
 }
 
 /// A run of `calls` tool calls, each with a message, arguments and result.

@@ -152,25 +152,26 @@ fn a_writer_sized_by_the_bound_gets_everything() {
             .min(stream.len());
         let (want, _) = rewrite(&stream, config(Dialect::V1), Options::new(), 7);
         let (mut frames, mut raw) = (vec![0u8; 1 << 16], vec![0u8; 1 << 20]);
-        let mut r = Rewriter::new(&mut frames, &mut raw, config(Dialect::V1), Options::new());
-        let mut buf = vec![0u8; r.frame_bound(largest)];
-        let mut got = Vec::new();
+        let r = Rewriter::new(&mut frames, &mut raw, config(Dialect::V1), Options::new());
+        let got = bounded(r, &stream, largest);
+        assert!(got.0 == want, "{name}");
+        held_up += got.1;
+        // Through 1 KiB buffers too, where large frames spill and blocks go
+        // out as they stream: what a `Vec` gets with the same buffers.
+        let small = || {
+            let (frames, raw) = (vec![0u8; 1024].leak(), vec![0u8; 1024].leak());
+            Rewriter::new(frames, raw, config(Dialect::V1), Options::new())
+        };
+        let mut want = Vec::new();
+        let mut r = small();
         for piece in stream.chunks(1460) {
-            let mut rest = piece;
-            while !rest.is_empty() {
-                let mut out = SliceWriter::new(&mut buf);
-                let pushed = r.push(rest, &mut out).expect("room for a block");
-                got.extend_from_slice(out.written());
-                if pushed.read < rest.len() && !pushed.ended {
-                    held_up += 1;
-                }
-                rest = &rest[pushed.read..];
-            }
+            r.push(piece, &mut want).unwrap();
         }
-        let mut out = SliceWriter::new(&mut buf);
-        r.finish(&mut out).unwrap();
-        got.extend_from_slice(out.written());
-        assert!(got == want, "{name}");
+        r.finish(&mut want).unwrap();
+        assert!(
+            bounded(small(), &stream, largest).0 == want,
+            "{name}, 1 KiB buffers"
+        );
     }
     assert!(held_up > 0);
     // Too little room: nothing read, nothing lost.
@@ -186,6 +187,33 @@ fn a_writer_sized_by_the_bound_gets_everything() {
     assert_eq!(r.push(&stream, &mut out).unwrap().read, stream.len());
     r.finish(&mut out).unwrap();
     assert_eq!(out, stream);
+}
+
+/// `stream` in 1460-byte pushes through `r` into a writer with room for
+/// the bound of a `largest`-byte block, drained after each push: the
+/// output, and how often a push was held up.
+fn bounded(mut r: Rewriter<'_>, stream: &[u8], largest: usize) -> (Vec<u8>, usize) {
+    let mut held_up = 0;
+    let mut buf = vec![0u8; r.frame_bound(largest)];
+    let mut got = Vec::new();
+    {
+        for piece in stream.chunks(1460) {
+            let mut rest = piece;
+            while !rest.is_empty() {
+                let mut out = SliceWriter::new(&mut buf);
+                let pushed = r.push(rest, &mut out).expect("room for a block");
+                got.extend_from_slice(out.written());
+                if pushed.read < rest.len() && !pushed.ended {
+                    held_up += 1;
+                }
+                rest = &rest[pushed.read..];
+            }
+        }
+    }
+    let mut out = SliceWriter::new(&mut buf);
+    r.finish(&mut out).unwrap();
+    got.extend_from_slice(out.written());
+    (got, held_up)
 }
 
 fn lines(out: &[u8]) -> Vec<String> {

@@ -421,15 +421,20 @@ pub(crate) fn is_legacy_binary(e: RawJson<'_>, item: &Shape) -> bool {
     match *item {
         // Only a union with a legacy variant (content parts) is worth
         // reading the element's tag for.
-        Shape::Union(u)
-            if u.variants
-                .iter()
-                .any(|(_, o)| o.special == Special::LegacyBinary) =>
-        {
-            variant(e, u).is_some_and(|o| {
-                o.special == Special::LegacyBinary && LegacyBinary::read(e).is_some()
-            })
-        }
+        Shape::Union(u) if has_legacy_parts(item) => variant(e, u)
+            .is_some_and(|o| o.special == Special::LegacyBinary && LegacyBinary::read(e).is_some()),
+        _ => false,
+    }
+}
+
+/// Whether elements of shape `item` may be legacy binary parts (a union
+/// with a legacy variant).
+pub(crate) fn has_legacy_parts(item: &Shape) -> bool {
+    match *item {
+        Shape::Union(u) => u
+            .variants
+            .iter()
+            .any(|(_, o)| o.special == Special::LegacyBinary),
         _ => false,
     }
 }

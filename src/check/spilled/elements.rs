@@ -6,7 +6,7 @@
 //! ([`verify::stage`]), in a filter in the buffer's last [`FILTER`] bytes.
 
 use super::place::List;
-use crate::check::schema::{self, Fault, SchemaObject, Shape, Site, Special, Verdict};
+use crate::check::schema::{self, Fault, SchemaObject, Shape, Site, Verdict};
 use crate::check::verify;
 use crate::input::json::RawJson;
 
@@ -49,18 +49,6 @@ pub(super) fn stage(element: &[u8], list: List, filter: &mut [u8]) -> Option<boo
             None
         }
         List::Plain | List::NonEmpty => None,
-    }
-}
-
-/// Whether elements of shape `item` may be legacy binary parts, which
-/// the schema's comparison budget counts.
-pub(super) fn legacy_parts(item: &Shape) -> bool {
-    match *item {
-        Shape::Union(u) => u
-            .variants
-            .iter()
-            .any(|(_, o)| o.special == Special::LegacyBinary),
-        _ => false,
     }
 }
 

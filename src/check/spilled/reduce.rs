@@ -21,7 +21,7 @@
 use super::elements::{self, Element, FILTER, MIN_BUFFER};
 use super::place::{self, Ctx, List, Named, Place, Treat, Variant};
 use super::stand_ins::{ESCAPED, ROOT, StandIns, UNLISTED};
-use crate::check::schema::{Dialect, LEGACY_COMPARISON_BUDGET, Shape};
+use crate::check::schema::{self, Dialect, LEGACY_COMPARISON_BUDGET, Shape};
 use crate::event_type::{EventType, Key};
 
 /// Most objects and arrays the schema reads that are open at once: an
@@ -543,11 +543,6 @@ impl Reducer {
         )
     }
 
-    /// The event's member the reader is in.
-    fn bit(&self) -> u8 {
-        self.bit
-    }
-
     /// A value opens with `b` (not yet written).
     fn value_opens(&mut self, b: u8) {
         let container = matches!(b, b'{' | b'[');
@@ -581,7 +576,7 @@ impl Reducer {
         let value = |value, truthy| Open {
             value,
             truthy,
-            bit: self.bit(),
+            bit: self.bit,
             start,
             depth: u32::from(container),
         };
@@ -783,7 +778,7 @@ impl Reducer {
                 }
                 let end = self.out.saturating_sub(1);
                 let rest = buf.get(floor as usize..end as usize).unwrap_or_default();
-                if elements::legacy_parts(item) {
+                if schema::has_legacy_parts(item) {
                     // The budget counts the parts let go with the rest.
                     let (mut n, mut l) = (dropped, legacy);
                     for_each_element(rest, |e| {
@@ -805,7 +800,7 @@ impl Reducer {
                         item,
                         list,
                         kept,
-                        bit: self.bit(),
+                        bit: self.bit,
                     };
                     let len = |d: &Option<Done>| d.map_or(0, |d| d.end.saturating_sub(d.floor));
                     if let Some(slot) = self.closed.iter_mut().min_by_key(|d| len(d))
@@ -996,7 +991,7 @@ impl Reducer {
                             ..
                         },
                     ..
-                }) => (floor, end, item, list, kept, true, self.bit()),
+                }) => (floor, end, item, list, kept, true, self.bit),
                 _ => return false,
             },
             Region::Closed(i) => match self.closed.get_mut(i).and_then(Option::take) {
