@@ -12,14 +12,8 @@
 
 mod common;
 
-use agui_stream::{
-    Capacity, Config, Dialect, Error, ErrorKind, Event, FrameInfo, Pipeline, StandIns, encode,
-    legacy::Minting,
-};
-use common::stand_ins::same_but_stand_ins;
-
-/// Events (frame index, encoded, stand-ins) and the verdict with its message.
-type Run = (Vec<(u64, Vec<u8>, StandIns)>, Result<(), (Error, String)>);
+use agui_stream::{Capacity, Dialect, ErrorKind, StandIns};
+use common::stand_ins::{run, same_but_stand_ins};
 
 /// The same event, but that `got` may show stand-ins.
 fn same_event(got: &(u64, Vec<u8>, StandIns), want: &(u64, Vec<u8>, StandIns)) -> bool {
@@ -28,26 +22,6 @@ fn same_event(got: &(u64, Vec<u8>, StandIns), want: &(u64, Vec<u8>, StandIns)) -
 
 fn same_events(got: &[(u64, Vec<u8>, StandIns)], want: &[(u64, Vec<u8>, StandIns)]) -> bool {
     got.len() == want.len() && got.iter().zip(want).all(|(g, w)| same_event(g, w))
-}
-
-fn run(stream: &[u8], dialect: Dialect, buffer: usize, push: usize) -> Run {
-    let mut buf = vec![0u8; buffer];
-    let config = Config::new()
-        .dialect(dialect)
-        .minting(Minting::Deterministic);
-    let mut p = Pipeline::new(&mut buf, config);
-    let mut events = Vec::new();
-    let mut sink = |ev: &Event<'_>, f: &FrameInfo| {
-        let mut json = Vec::new();
-        encode(ev, &mut json).expect("a Vec never fills");
-        events.push((f.index, json, f.stand_ins));
-    };
-    let verdict = stream
-        .chunks(push.max(1))
-        .try_for_each(|piece| p.push(piece, &mut sink).map(drop))
-        .and_then(|_| p.finish(&mut sink).map(|_| ()));
-    let verdict = verdict.map_err(|e| (e, p.message(&e).to_string()));
-    (events, verdict)
 }
 
 #[test]

@@ -21,10 +21,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use agui_stream::rewrite::{Options, Rewriter};
-use agui_stream::{
-    Config, Dialect, Error, Event, FrameInfo, Pipeline, StandIns, encode, legacy::Minting,
-};
-use common::stand_ins::same_but_stand_ins;
+use agui_stream::{Config, Dialect, legacy::Minting};
+use common::stand_ins::{Run, run, same_but_stand_ins};
 
 const WHOLE: usize = 16 << 20;
 const BUFFERS: [usize; 3] = [1 << 10, 4 << 10, 64 << 10];
@@ -61,25 +59,6 @@ fn config(dialect: Dialect) -> Config {
     Config::new()
         .dialect(dialect)
         .minting(Minting::Deterministic)
-}
-
-/// Events (frame index, encoded, stand-ins) and the verdict with its message.
-type Run = (Vec<(u64, Vec<u8>, StandIns)>, Result<(), (Error, String)>);
-
-fn check(stream: &[u8], dialect: Dialect, buffer: usize, push: usize) -> Run {
-    let mut buf = vec![0u8; buffer];
-    let mut p = Pipeline::new(&mut buf, config(dialect));
-    let mut events = Vec::new();
-    let mut sink = |ev: &Event<'_>, f: &FrameInfo| {
-        let mut json = Vec::new();
-        encode(ev, &mut json).expect("a Vec never fills");
-        events.push((f.index, json, f.stand_ins));
-    };
-    let verdict = stream
-        .chunks(push)
-        .try_for_each(|piece| p.push(piece, &mut sink).map(drop))
-        .and_then(|_| p.finish(&mut sink).map(|_| ()));
-    (events, verdict.map_err(|e| (e, p.message(&e).to_string())))
 }
 
 fn gateway(stream: &[u8], dialect: Dialect, buffer: usize, push: usize, close: bool) -> Vec<u8> {
@@ -122,13 +101,13 @@ fn same_through_every_buffer(scale: usize, pushes: &[usize]) {
     let (mut runs, mut stood_in, mut rejected) = (0, 0, 0);
     for (name, stream) in shapes(scale) {
         for dialect in [Dialect::V1, Dialect::V0] {
-            let want = check(&stream, dialect, WHOLE, 1 << 16);
+            let want = run(&stream, dialect, WHOLE, 1 << 16);
             let whole_out = gateway(&stream, dialect, WHOLE, 1460, false);
             rejected += usize::from(want.1.is_err());
             for buffer in BUFFERS {
                 for &push in pushes {
                     let ctx = format!("{name} {dialect:?}, buffer {buffer}, pushes of {push}");
-                    let got = check(&stream, dialect, buffer, push);
+                    let got = run(&stream, dialect, buffer, push);
                     assert_same(&got, &want, &ctx);
                     stood_in += usize::from(got.0.iter().any(|e| !e.2.is_empty()));
                     let out = gateway(&stream, dialect, buffer, push, false);
@@ -189,7 +168,7 @@ fn a_run_cut_inside_its_largest_event_is_truncated_at_every_buffer() {
     for (name, stream) in shapes(100_000) {
         let (start, end) = largest_frame(&stream);
         for dialect in [Dialect::V1, Dialect::V0] {
-            if check(&stream, dialect, WHOLE, 1 << 16).1.is_err() {
+            if run(&stream, dialect, WHOLE, 1 << 16).1.is_err() {
                 continue;
             }
             for cut in [

@@ -77,3 +77,32 @@ fn members(json: &[u8]) -> Option<Vec<(String, RawJson<'_>)>> {
             .collect(),
     )
 }
+
+/// Events (frame index, encoded, stand-ins) and the verdict with its
+/// message: what a pipeline made of a stream.
+pub type Run = (
+    Vec<(u64, Vec<u8>, agui_stream::StandIns)>,
+    Result<(), (agui_stream::Error, String)>,
+);
+
+/// `stream` through a pipeline with a `buffer`-byte frame buffer in
+/// `push`-byte pushes (ids minted as the reference oracle mints them).
+pub fn run(stream: &[u8], dialect: agui_stream::Dialect, buffer: usize, push: usize) -> Run {
+    use agui_stream::{Config, Event, FrameInfo, Pipeline, encode, legacy::Minting};
+    let mut buf = vec![0u8; buffer];
+    let config = Config::new()
+        .dialect(dialect)
+        .minting(Minting::Deterministic);
+    let mut p = Pipeline::new(&mut buf, config);
+    let mut events = Vec::new();
+    let mut sink = |ev: &Event<'_>, f: &FrameInfo| {
+        let mut json = Vec::new();
+        encode(ev, &mut json).expect("a Vec never fills");
+        events.push((f.index, json, f.stand_ins));
+    };
+    let verdict = stream
+        .chunks(push.max(1))
+        .try_for_each(|piece| p.push(piece, &mut sink).map(drop))
+        .and_then(|_| p.finish(&mut sink).map(|_| ()));
+    (events, verdict.map_err(|e| (e, p.message(&e).to_string())))
+}
