@@ -55,8 +55,9 @@ pub enum ErrorKind {
 }
 
 /// The pipeline stage an error comes from (plus `End` for a strict
-/// end-of-stream check). [`as_str`](Stage::as_str) names it as the
-/// reference does, which reports JSON syntax errors in its `sse` stage.
+/// end-of-stream check). [`reference_name`](Stage::reference_name) names
+/// it as the reference does, which reports JSON syntax errors in its `sse`
+/// stage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
@@ -79,6 +80,16 @@ impl Stage {
     /// The number of stages.
     pub const COUNT: usize = 6;
 
+    /// Every stage, in [`index`](Stage::index) order.
+    pub const ALL: [Stage; Stage::COUNT] = [
+        Stage::Sse,
+        Stage::Json,
+        Stage::Schema,
+        Stage::Chunks,
+        Stage::Verify,
+        Stage::End,
+    ];
+
     /// The stage's place in [`Stage::COUNT`]-long tables, in declaration
     /// order.
     pub const fn index(self) -> usize {
@@ -92,17 +103,68 @@ impl Stage {
         }
     }
 
-    /// The reference's name: `"sse"` (for framing and JSON), `"schema"`,
-    /// `"chunks"`, `"verify"` or `"end"`.
-    pub const fn as_str(self) -> &'static str {
+    /// The stage's own name (`"sse"`, `"json"`, `"schema"`, `"chunks"`,
+    /// `"verify"` or `"end"`), as [`Display`](fmt::Display) writes it and
+    /// statistics count it.
+    pub const fn name(self) -> &'static str {
         match self {
-            Stage::Sse | Stage::Json => "sse",
+            Stage::Sse => "sse",
+            Stage::Json => "json",
             Stage::Schema => "schema",
             Stage::Chunks => "chunks",
             Stage::Verify => "verify",
             Stage::End => "end",
         }
     }
+
+    /// The reference's name for the stage: as [`name`](Stage::name), but
+    /// `"sse"` for JSON parsing, which the reference does in its SSE stage.
+    /// The result lines of `agui check` use it.
+    pub const fn reference_name(self) -> &'static str {
+        match self {
+            Stage::Json => "sse",
+            other => other.name(),
+        }
+    }
+}
+
+/// A name `FromStr` did not recognise: a [`Dialect`](crate::Dialect) or an
+/// [`OnViolation`](crate::rewrite::OnViolation) spelled some other way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct UnknownName {
+    /// What was being named (`"dialect"`).
+    pub what: &'static str,
+    /// The names accepted (`"v1 or v0"`).
+    pub expected: &'static str,
+}
+
+impl fmt::Display for UnknownName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown {}: expected {}", self.what, self.expected)
+    }
+}
+
+impl core::error::Error for UnknownName {}
+
+/// `Deserialize` for a `FromStr` type, from a string.
+#[cfg(feature = "serde")]
+pub(crate) fn deserialize_name<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: core::str::FromStr<Err = UnknownName>,
+{
+    struct Name<T>(core::marker::PhantomData<T>);
+    impl<T: core::str::FromStr<Err = UnknownName>> serde::de::Visitor<'_> for Name<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a name")
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
+            v.parse().map_err(E::custom)
+        }
+    }
+    d.deserialize_str(Name(core::marker::PhantomData))
 }
 
 impl Error {
@@ -212,12 +274,9 @@ impl fmt::Display for Error {
 impl core::error::Error for Error {}
 
 impl fmt::Display for Stage {
-    /// As [`Stage::as_str`] names it, but `json` for JSON parsing.
+    /// As [`Stage::name`].
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Stage::Json => f.write_str("json"),
-            _ => f.write_str(self.as_str()),
-        }
+        f.write_str(self.name())
     }
 }
 

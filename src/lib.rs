@@ -78,7 +78,7 @@ pub use capacity::Capacity;
 pub use check::decode::{DecodeError, decode};
 pub use check::schema::{Dialect, ExpectedKind, SchemaError, SchemaObject, SchemaProblem};
 pub use check::spilled::StandIns;
-pub use error::{Error, ErrorKind, Stage};
+pub use error::{Error, ErrorKind, Stage, UnknownName};
 pub use event::Event;
 pub use event_type::{EventType, Key, Member};
 pub use output::encode::{

@@ -73,6 +73,36 @@ pub enum OnViolation {
     Pass,
 }
 
+impl core::str::FromStr for OnViolation {
+    type Err = crate::error::UnknownName;
+
+    /// `stop`, `drop` or `pass`.
+    ///
+    /// ```
+    /// use agui_stream::rewrite::OnViolation;
+    /// assert_eq!("drop".parse(), Ok(OnViolation::Drop));
+    /// ```
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "stop" => Ok(OnViolation::Stop),
+            "drop" => Ok(OnViolation::Drop),
+            "pass" => Ok(OnViolation::Pass),
+            _ => Err(crate::error::UnknownName {
+                what: "violation policy",
+                expected: "stop, drop or pass",
+            }),
+        }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for OnViolation {
+    /// From a string, as [`FromStr`](core::str::FromStr) reads it.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        crate::error::deserialize_name(d)
+    }
+}
+
 /// How a [`Rewriter`] rewrites.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -244,9 +274,62 @@ impl Default for Stats {
     }
 }
 
-#[cfg(feature = "serde")]
-/// The stages by [`Stage::index`], with the names statistics use.
-const STAGE_NAMES: [&str; Stage::COUNT] = ["sse", "json", "schema", "chunks", "verify", "end"];
+impl Stats {
+    /// The names of the scalar counters, in [`counters`](Stats::counters)
+    /// order.
+    pub const COUNTER_NAMES: [&'static str; 17] = [
+        "bytes_in",
+        "bytes_out",
+        "events",
+        "forwarded",
+        "relined",
+        "encoded",
+        "violations",
+        "dropped",
+        "passed",
+        "repairs",
+        "duplicate_terminals",
+        "raw_dropped",
+        "too_large",
+        "keep_alives",
+        "tool_events_dropped",
+        "streamed",
+        "cut",
+    ];
+
+    /// The scalar counters with their names (the tables `events_in`,
+    /// `events_out` and `violations_by_stage` aside): what a front end logs
+    /// or exports as metrics, in one order everywhere.
+    ///
+    /// ```
+    /// use agui_stream::rewrite::Stats;
+    /// let stats = Stats::default();
+    /// assert_eq!(stats.counters().next(), Some(("bytes_in", 0)));
+    /// assert_eq!(stats.counters().count(), Stats::COUNTER_NAMES.len());
+    /// ```
+    pub fn counters(&self) -> impl Iterator<Item = (&'static str, u64)> + use<> {
+        let values = [
+            self.bytes_in,
+            self.bytes_out,
+            self.events,
+            self.forwarded,
+            self.relined,
+            self.encoded,
+            self.violations,
+            self.dropped,
+            self.passed,
+            self.repairs,
+            self.duplicate_terminals,
+            self.raw_dropped,
+            self.too_large,
+            self.keep_alives,
+            self.tool_events_dropped,
+            self.streamed,
+            self.cut,
+        ];
+        Self::COUNTER_NAMES.into_iter().zip(values)
+    }
+}
 
 #[cfg(feature = "serde")]
 impl serde::Serialize for Stats {
@@ -268,28 +351,15 @@ impl serde::Serialize for Stats {
         for (slot, ty) in types.iter_mut().zip(EventType::ALL) {
             *slot = ty.as_str();
         }
-        let mut st = s.serialize_struct("Stats", 21)?;
-        st.serialize_field("bytes_in", &self.bytes_in)?;
-        st.serialize_field("bytes_out", &self.bytes_out)?;
-        st.serialize_field("events", &self.events)?;
-        st.serialize_field("forwarded", &self.forwarded)?;
-        st.serialize_field("relined", &self.relined)?;
-        st.serialize_field("encoded", &self.encoded)?;
-        st.serialize_field("violations", &self.violations)?;
-        st.serialize_field("dropped", &self.dropped)?;
-        st.serialize_field("passed", &self.passed)?;
-        st.serialize_field("repairs", &self.repairs)?;
-        st.serialize_field("duplicate_terminals", &self.duplicate_terminals)?;
-        st.serialize_field("raw_dropped", &self.raw_dropped)?;
-        st.serialize_field("too_large", &self.too_large)?;
-        st.serialize_field("keep_alives", &self.keep_alives)?;
-        st.serialize_field("tool_events_dropped", &self.tool_events_dropped)?;
-        st.serialize_field("streamed", &self.streamed)?;
-        st.serialize_field("cut", &self.cut)?;
+        let stages = Stage::ALL.map(Stage::name);
+        let fields = Self::COUNTER_NAMES.len().saturating_add(3);
+        let mut st = s.serialize_struct("Stats", fields)?;
+        for (name, n) in self.counters() {
+            st.serialize_field(name, &n)?;
+        }
         st.serialize_field("events_in", &Named(&self.events_in, &types))?;
         st.serialize_field("events_out", &Named(&self.events_out, &types))?;
-        let stages = Named(&self.violations_by_stage, &STAGE_NAMES);
-        st.serialize_field("violations_by_stage", &stages)?;
+        st.serialize_field("violations_by_stage", &Named(&self.violations_by_stage, &stages))?;
         st.end()
     }
 }

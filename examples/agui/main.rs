@@ -262,7 +262,7 @@ fn check(o: &Options) -> std::io::Result<()> {
                 out,
                 "{{\"result\":\"error\",\"index\":{},\"stage\":\"{}\",\"message\":{}}}",
                 e.frame,
-                e.stage.as_str(),
+                e.stage.reference_name(),
                 json_string(&message)
             )?;
             out.flush()?;
@@ -371,7 +371,7 @@ fn count(o: &Options) -> std::io::Result<()> {
         Err(e) => println!(
             "verdict\terror at frame {} ({}): {}",
             e.frame,
-            e.stage.as_str(),
+            e.stage.reference_name(),
             pipeline.message(&e)
         ),
     }

@@ -196,7 +196,7 @@ impl From<&Result<Summary, Error>> for Verdict {
             Ok(_) => Verdict::Ok,
             Err(e) => Verdict::Error {
                 index: e.frame,
-                stage: e.stage.as_str().to_owned(),
+                stage: e.stage.reference_name().to_owned(),
             },
         }
     }

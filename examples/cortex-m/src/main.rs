@@ -207,7 +207,7 @@ fn print_report(end: &End, message: &dyn fmt::Display) {
         End::Error(e) => say!(
             "  end: error at frame {} ({}): {message}",
             e.frame,
-            e.stage.as_str()
+            e.stage.reference_name()
         ),
     }
 }

@@ -31,6 +31,36 @@ pub enum Dialect {
     V0,
 }
 
+impl core::str::FromStr for Dialect {
+    type Err = crate::error::UnknownName;
+
+    /// `v1` (or `V1`, `1.0.0`) and `v0` (or `V0`, `0.0.59`).
+    ///
+    /// ```
+    /// use agui_stream::Dialect;
+    /// assert_eq!("v0".parse(), Ok(Dialect::V0));
+    /// assert!("v2".parse::<Dialect>().is_err());
+    /// ```
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "v1" | "V1" | "1.0.0" => Ok(Dialect::V1),
+            "v0" | "V0" | "0.0.59" => Ok(Dialect::V0),
+            _ => Err(crate::error::UnknownName {
+                what: "dialect",
+                expected: "v1 or v0",
+            }),
+        }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for Dialect {
+    /// From a string, as [`FromStr`](core::str::FromStr) reads it.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        crate::error::deserialize_name(d)
+    }
+}
+
 /// What a member's value must be.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Shape {
