@@ -570,7 +570,10 @@ fn denied_tools_match_by_text_up_to_the_limits() {
     r.push(&stream, &mut out).unwrap();
     r.finish(&mut out).unwrap();
     let text = String::from_utf8_lossy(&out);
-    assert!(!text.contains(r#""a""#) && !text.contains(r#""b""#), "{text}");
+    assert!(
+        !text.contains(r#""a""#) && !text.contains(r#""b""#),
+        "{text}"
+    );
     assert!(text.contains(r#""toolCallName":"t16""#), "{text}");
     assert_eq!(r.stats().tool_events_dropped, 5);
     assert_eq!(events(&out, Config::new()).1, Ok(()));

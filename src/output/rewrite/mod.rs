@@ -38,15 +38,13 @@
 //! # Ok::<(), agui_stream::rewrite::RewriteError>(())
 //! ```
 
-//!
-//! The rewriter is one struct whose `impl` blocks are split by concern, in
-//! the order the data flows: `push` →
-//! [admission](admission) (block end, output bound, size limit) → the
-//! pipeline with the [sink](sink) (verdict → action) over the
-//! [emitter](emit) ([re-lining](relines) where needed) and the tool
-//! [filter](filter) → the [spool](spool) keeps what is not accounted for,
-//! or streams a long block ahead of its verdict → [repair](repair) at a
-//! stop or at `finish`.
+// One struct, its `impl` blocks split by concern into files, in the order
+// the data flows: `push` → `admission` (block end, output bound, size
+// limit) → the pipeline with the `sink` (verdict → action) driving the
+// `forward` sink's frame bookkeeping, the `emit`ter (coalescing, BOM, the
+// forwarded-as-is fast path; `relines` where needed) and the tool `filter`
+// → the `spool` keeps what is not accounted for, or streams a long block
+// ahead of its verdict → `repair` at a stop or at `finish`.
 
 mod admission;
 mod emit;
