@@ -42,19 +42,19 @@ use core::fmt;
 use core::ops::ControlFlow;
 
 use crate::check::decode::decode;
-use crate::check::schema::Dialect;
 use crate::check::spilled::StandIns;
 use crate::check::verify::{Entity, Rule, RunPhase, Verifier};
-use crate::error::{Error, ErrorKind, Stage};
-use crate::event::Event;
-use crate::event_type::{EventType, Key};
 use crate::input::json::Limits;
 use crate::output::encode::{BufferFull, SliceWriter, Write, encode, write_str};
+use crate::pipeline::error::{Error, ErrorKind, Stage};
 use crate::pipeline::{
     Config, DEFAULT_ID_BYTES, DEFAULT_OPEN_IDS, DEFAULT_OWNERS, FrameInfo, LANE_BYTES, LANES,
     Pipeline, Policy, Sink, Skipped, Summary,
 };
-use crate::string::JsonStr;
+use crate::protocol::dialect::Dialect;
+use crate::protocol::event_type::{EventType, Key};
+use crate::view::event::Event;
+use crate::view::string::JsonStr;
 
 /// What the rewriter does with an event that breaks a rule.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -74,7 +74,7 @@ pub enum OnViolation {
 }
 
 impl core::str::FromStr for OnViolation {
-    type Err = crate::error::UnknownName;
+    type Err = crate::protocol::dialect::UnknownName;
 
     /// `stop`, `drop` or `pass`.
     ///
@@ -87,7 +87,7 @@ impl core::str::FromStr for OnViolation {
             "stop" => Ok(OnViolation::Stop),
             "drop" => Ok(OnViolation::Drop),
             "pass" => Ok(OnViolation::Pass),
-            _ => Err(crate::error::UnknownName {
+            _ => Err(crate::protocol::dialect::UnknownName {
                 what: "violation policy",
                 expected: "stop, drop or pass",
             }),
@@ -99,7 +99,7 @@ impl core::str::FromStr for OnViolation {
 impl<'de> serde::Deserialize<'de> for OnViolation {
     /// From a string, as [`FromStr`](core::str::FromStr) reads it.
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        crate::error::deserialize_name(d)
+        crate::protocol::dialect::deserialize_name(d)
     }
 }
 
@@ -589,7 +589,7 @@ const COALESCE: u64 = 2048;
 /// one can start in bytes without CR). `tests::plain_chunks_need_no_relining`
 /// compares it with `relines::check` on every part of its chunks.
 fn no_bare_data(chunk: &[u8]) -> bool {
-    if !crate::fast::paths() {
+    if !crate::testing::fast_paths() {
         return memchr::memmem::find(chunk, b"data\n").is_none();
     }
     no_bare_data_after_lf(chunk)
@@ -1516,7 +1516,7 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
         if self.failed || a >= b {
             return;
         }
-        if !crate::fast::paths() {
+        if !crate::testing::fast_paths() {
             let at = |x: u64| x.saturating_sub(self.base) as usize;
             let chunk = self.chunk;
             self.write(chunk.get(at(a)..at(b)).unwrap_or_default());
@@ -1672,7 +1672,7 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
         let passthrough = !self.options.canonical
             && !self.options.drop_raw
             && self.filter.is_empty()
-            && crate::fast::paths();
+            && crate::testing::fast_paths();
         if !(passthrough
             && info.original
             && info.terminated
@@ -2336,7 +2336,7 @@ mod tests {
                 for &(opts, deny) in options {
                     for (piece, room) in shapes {
                         let fast = run(stream, config, opts, deny, piece, room);
-                        let general = crate::fast::general_only(|| {
+                        let general = crate::testing::general_only(|| {
                             run(stream, config, opts, deny, piece, room)
                         });
                         assert!(

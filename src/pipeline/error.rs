@@ -7,8 +7,8 @@ use crate::check::decode::DecodeError;
 use crate::check::normalize::ChunkError;
 use crate::check::schema::SchemaError;
 use crate::check::verify::{Rule, VerifyError};
-use crate::event_type::EventType;
 use crate::input::json::{JsonError, JsonErrorKind};
+use crate::protocol::event_type::EventType;
 
 /// A pipeline failure. Small and `Copy`: it names the rule, frame and byte,
 /// not the ids involved — [`crate::Pipeline::message`] renders those, in the
@@ -126,45 +126,6 @@ impl Stage {
             other => other.name(),
         }
     }
-}
-
-/// A name `FromStr` did not recognise: a [`Dialect`](crate::Dialect) or an
-/// [`OnViolation`](crate::rewrite::OnViolation) spelled some other way.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct UnknownName {
-    /// What was being named (`"dialect"`).
-    pub what: &'static str,
-    /// The names accepted (`"v1 or v0"`).
-    pub expected: &'static str,
-}
-
-impl fmt::Display for UnknownName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "unknown {}: expected {}", self.what, self.expected)
-    }
-}
-
-impl core::error::Error for UnknownName {}
-
-/// `Deserialize` for a `FromStr` type, from a string.
-#[cfg(feature = "serde")]
-pub(crate) fn deserialize_name<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: core::str::FromStr<Err = UnknownName>,
-{
-    struct Name<T>(core::marker::PhantomData<T>);
-    impl<T: core::str::FromStr<Err = UnknownName>> serde::de::Visitor<'_> for Name<T> {
-        type Value = T;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a name")
-        }
-        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
-            v.parse().map_err(E::custom)
-        }
-    }
-    d.deserialize_str(Name(core::marker::PhantomData))
 }
 
 impl Error {

@@ -4,19 +4,21 @@
 use core::fmt;
 use core::ops::ControlFlow;
 
+pub(crate) mod error;
+
 use crate::capacity::{Capacity, saturate};
 use crate::check::decode::{DecodeError, decode};
 use crate::check::legacy::{Minting, Translator};
 use crate::check::normalize::{Normalizer, Stop};
-use crate::check::schema::Dialect;
 use crate::check::spilled::{self, JsonState, StandIns, Verdict, allowed};
 use crate::check::verify::Staged;
 use crate::check::verify::{Entity, RunPhase, Verifier, VerifyError};
-use crate::error::{Error, ErrorKind, Stage};
-use crate::event::Event;
-use crate::event_type::EventType;
 use crate::input::json::{JsonErrorKind, Limits, ScanError, V8Message};
 use crate::input::sse::{self, Block, FieldValue, Frame, Framer};
+use crate::pipeline::error::{Error, ErrorKind, Stage};
+use crate::protocol::dialect::Dialect;
+use crate::protocol::event_type::EventType;
+use crate::view::event::Event;
 
 /// Default capacity of the verifier's open-id table (open text messages,
 /// tool calls, reasoning spans and messages, steps, and the run's
@@ -937,7 +939,7 @@ fn sse_error(e: sse::Error, frame: u64) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::Event;
+    use crate::view::event::Event;
     extern crate std;
     use std::vec::Vec;
 

@@ -22,10 +22,10 @@ pub use stand_ins::StandIns;
 pub(crate) use stand_ins::allowed;
 use utf16::Utf16Count;
 
-use crate::check::schema::Dialect;
 use crate::check::verify::Staged;
 use crate::input::json::{JsonErrorKind, Limits, ScanError, Scanner, V8Message};
 use crate::input::sse::SpillSink;
+use crate::protocol::dialect::Dialect;
 
 /// The state of a spilling frame, or the message of the last JSON error:
 /// the framer's spill sink (one or the other is needed at a time).
