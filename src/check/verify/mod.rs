@@ -11,12 +11,14 @@
 //! [`VerifyError::Capacity`], never a wrong verdict.
 
 use crate::capacity::{Capacity, saturate};
-use crate::check::schema::{self, Dialect};
-use crate::event::Event;
-use crate::event_type::{EventType, Key};
-use crate::ids::{Entry, Full, IdTable, Kept, Pool, Span};
-use crate::input::json::{JsonError, JsonErrorKind, JsonKind, Limits, RawJson, ScanError, Scanner};
-use crate::string::JsonStr;
+use crate::input::json::{JsonError, JsonErrorKind, Limits, ScanError, Scanner};
+use crate::protocol::dialect::Dialect;
+use crate::protocol::event_type::{EventType, Key};
+use crate::store::{Entry, Full, IdTable, Kept, Pool, Span};
+use crate::view::event::Event;
+use crate::view::json::{JsonKind, RawJson};
+use crate::view::shaped::is_message_role;
+use crate::view::string::JsonStr;
 
 mod describe;
 mod owners;
@@ -1227,7 +1229,7 @@ fn feed_text(scan: &mut Scanner<1>, s: JsonStr<'_>) -> Result<(), ScanError> {
     let mut n = 0usize;
     for c in s.chars() {
         let mut tmp = [0u8; 4];
-        let bytes = crate::string::encode_wtf8(c, &mut tmp);
+        let bytes = crate::view::string::encode_wtf8(c, &mut tmp);
         if n.saturating_add(bytes.len()) > buf.len() {
             scan.feed(buf.get(..n).unwrap_or_default())?;
             n = 0;
@@ -1255,7 +1257,7 @@ fn owned_messages(
 fn owned_message(msg: RawJson<'_>) -> Option<(RawJson<'_>, Option<JsonStr<'_>>, Owned)> {
     msg.get("id").and_then(|v| v.as_str())?;
     let role = msg.get("role").and_then(|v| v.as_str())?;
-    if !schema::is_message_role(role) {
+    if !is_message_role(role) {
         return None;
     }
     let tag = msg.get("subagentRunId").and_then(|v| v.as_str());

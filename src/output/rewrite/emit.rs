@@ -3,9 +3,9 @@
 //! re-lining where the reference client needs it, and a byte order mark
 //! is never forwarded where it would read as one.
 
-use crate::event::Event;
 use crate::output::encode::{BufferFull, Write, encode};
 use crate::pipeline::FrameInfo;
+use crate::view::event::Event;
 
 use super::forward::Forward;
 use super::relines::{self, Progress};
@@ -119,7 +119,7 @@ impl<'a, W: Write + ?Sized> Emitter<'a, W> {
         if self.failed || a >= b {
             return;
         }
-        if !crate::fast::paths() {
+        if !crate::testing::fast_paths() {
             let bytes = self.chunk.get(a, b);
             self.write(bytes);
             return;
@@ -274,7 +274,7 @@ impl<W: Write + ?Sized> Forward<'_, W> {
         let passthrough = !self.options.canonical
             && !self.options.drop_raw
             && self.filter.is_empty()
-            && crate::fast::paths();
+            && crate::testing::fast_paths();
         if !(passthrough
             && info.original
             && info.terminated

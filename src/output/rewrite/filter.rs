@@ -4,10 +4,10 @@
 
 use core::fmt;
 
-use crate::event::Event;
-use crate::event_type::EventType;
-use crate::ids::{Entry, IdTable, Pool};
-use crate::string::JsonStr;
+use crate::protocol::event_type::EventType;
+use crate::store::{Entry, IdTable, Pool};
+use crate::view::event::Event;
+use crate::view::string::JsonStr;
 
 use super::RewriteError;
 use super::repair::Escaped;

@@ -65,8 +65,8 @@ pub use filter::{DENIED_CALL_ID_BYTES, DENIED_CALLS, DENIED_TOOL_BYTES, DENIED_T
 pub use options::{OnViolation, Options};
 pub use stats::Stats;
 
-use crate::error::Error;
 use crate::output::encode::Write;
+use crate::pipeline::error::Error;
 use crate::pipeline::{
     Config, DEFAULT_ID_BYTES, DEFAULT_OPEN_IDS, DEFAULT_OWNERS, Pipeline, Policy, Summary,
 };

@@ -19,7 +19,7 @@ pub enum OnViolation {
 }
 
 impl core::str::FromStr for OnViolation {
-    type Err = crate::error::UnknownName;
+    type Err = crate::protocol::dialect::UnknownName;
 
     /// `stop`, `drop` or `pass`.
     ///
@@ -32,7 +32,7 @@ impl core::str::FromStr for OnViolation {
             "stop" => Ok(OnViolation::Stop),
             "drop" => Ok(OnViolation::Drop),
             "pass" => Ok(OnViolation::Pass),
-            _ => Err(crate::error::UnknownName {
+            _ => Err(crate::protocol::dialect::UnknownName {
                 what: "violation policy",
                 expected: "stop, drop or pass",
             }),
@@ -44,7 +44,7 @@ impl core::str::FromStr for OnViolation {
 impl<'de> serde::Deserialize<'de> for OnViolation {
     /// From a string, as [`FromStr`](core::str::FromStr) reads it.
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        crate::error::deserialize_name(d)
+        crate::protocol::dialect::deserialize_name(d)
     }
 }
 

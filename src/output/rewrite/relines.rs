@@ -23,7 +23,7 @@ pub(super) fn plain(chunk: &[u8]) -> bool {
 /// one can start in bytes without CR). `tests::plain_chunks_need_no_relining`
 /// compares it with `relines::check` on every part of its chunks.
 pub(super) fn no_bare_data(chunk: &[u8]) -> bool {
-    if !crate::fast::paths() {
+    if !crate::testing::fast_paths() {
         return memchr::memmem::find(chunk, b"data\n").is_none();
     }
     no_bare_data_after_lf(chunk)

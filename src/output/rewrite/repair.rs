@@ -11,11 +11,11 @@
 use core::fmt;
 
 use crate::check::verify::{Closing, Verifier};
-use crate::error::Error;
-use crate::event::Event;
-use crate::event_type::{EventType, Key};
-use crate::input::json::RawJson;
 use crate::output::encode::{BufferFull, SliceWriter, Write, encode, write_str};
+use crate::pipeline::error::Error;
+use crate::protocol::event_type::{EventType, Key};
+use crate::view::event::Event;
+use crate::view::json::RawJson;
 
 use super::emit::Counted;
 use super::{RewriteError, Rewriter, State, count_in};

@@ -7,11 +7,11 @@ use core::ops::ControlFlow;
 
 use crate::check::spilled::StandIns;
 use crate::check::verify::Rule;
-use crate::error::{Error, ErrorKind};
-use crate::event::Event;
-use crate::event_type::{EventType, Key};
 use crate::output::encode::Write;
+use crate::pipeline::error::{Error, ErrorKind};
 use crate::pipeline::{FrameInfo, Sink, Skipped};
+use crate::protocol::event_type::{EventType, Key};
+use crate::view::event::Event;
 
 use super::OnViolation;
 use super::filter::Filtered;

@@ -1,8 +1,8 @@
 //! What went through a rewriter: [`Stats`], its counters and their serde
 //! form.
 
-use crate::error::Stage;
-use crate::event_type::EventType;
+use crate::pipeline::error::Stage;
+use crate::protocol::event_type::EventType;
 
 /// What went through a [`Rewriter`](super::Rewriter).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,8 +4,8 @@
 use super::admission::BlockEnd;
 use super::relines::{self, no_bare_data_after_lf};
 use super::*;
-use crate::error::Stage;
-use crate::event_type::EventType;
+use crate::pipeline::error::Stage;
+use crate::protocol::event_type::EventType;
 
 /// The state of a stream beside its buffers, as README says.
 #[test]
@@ -235,8 +235,9 @@ fn gateway_fast_paths_match_general_path() {
             for &(opts, deny) in options {
                 for (piece, room) in shapes {
                     let fast = run(stream, config, opts, deny, piece, room);
-                    let general =
-                        crate::fast::general_only(|| run(stream, config, opts, deny, piece, room));
+                    let general = crate::testing::general_only(|| {
+                        run(stream, config, opts, deny, piece, room)
+                    });
                     assert!(
                         fast == general,
                         "{} {dialect:?} {opts:?} {piece} {room:?}",
