@@ -1083,7 +1083,8 @@ fn the_gateways_options_reach_the_proxy() {
             assert_rewritten(name, &got, &want);
             if name != VIOLATING {
                 assert!(
-                    !String::from_utf8_lossy(&got.body).contains("\"toolCallName\":\"get_weather\""),
+                    !String::from_utf8_lossy(&got.body)
+                        .contains("\"toolCallName\":\"get_weather\""),
                     "{name}: a denied tool's call went out"
                 );
             }
