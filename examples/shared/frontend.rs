@@ -183,7 +183,7 @@ pub const FLAGS: [Flag; 12] = [
     Flag {
         name: "buffer",
         value: Some("N"),
-        help: "frame and raw buffer bytes each, at least 64",
+        help: "frame and raw buffer bytes each, 64 to 16 MiB",
     },
     Flag {
         name: "keepalive-ms",
