@@ -6,10 +6,10 @@
 //! Every test asserts outcomes only (never timings), and keeps its test code
 //! linear in the input size.
 
-mod common;
+mod support;
 
-use common::{RUN_FINISHED, RUN_STARTED, end, sse, start};
 use std::ops::ControlFlow;
+use support::{RUN_FINISHED, RUN_STARTED, end, sse, start};
 
 use std::fmt::Write as _;
 
@@ -1821,7 +1821,7 @@ fn streams_of_only_framing_noise_are_empty() {
 
 // ------------------------------------------- hostile streams, for other hosts
 
-/// Every stream of `common::hostile` through the gateway rewriter (64 KiB
+/// Every stream of `support::hostile` through the gateway rewriter (64 KiB
 /// buffers, as the wasm module and the Envoy filter have them, under the
 /// stop and the drop-and-close policies, in 1,460-byte pushes): it ends in
 /// a verdict, never an error, and its output holds whole blocks only. With
@@ -1835,7 +1835,7 @@ fn write_hostile_streams() {
         std::fs::create_dir_all(dir).unwrap();
     }
     let (mut frames, mut raw) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
-    for (name, stream) in common::hostile::streams() {
+    for (name, stream) in support::hostile::streams() {
         for options in [
             Options::new(),
             Options::new()

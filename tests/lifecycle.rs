@@ -1,12 +1,12 @@
 //! The verifier's capacities, the stop/monitor policies and the
 //! end-of-stream report, through the public pipeline API.
 
-mod common;
+mod support;
 
 use std::fmt;
 use std::ops::ControlFlow;
 
-use common::{RUN_FINISHED, RUN_STARTED, end, sse, start};
+use support::{RUN_FINISHED, RUN_STARTED, end, sse, start};
 
 use agui_stream::{
     Config, Dialect, Error, ErrorKind, Event, FrameInfo, Pipeline, Policy, Sink, Stage,

@@ -9,7 +9,7 @@
 //! * Frames, blocks without data and ignored frames account for every
 //!   input byte but a BOM, blank lines and the LF of a CRLF.
 
-mod common;
+mod support;
 
 use std::fmt;
 use std::ops::ControlFlow;
@@ -130,12 +130,12 @@ fn run(stream: &[u8], config: Config, piece: usize, push_back: bool) -> Run {
 
 fn streams() -> Vec<(String, Vec<u8>)> {
     let mut streams = Vec::new();
-    let extra = common::manifest_in(&common::extra_dir());
-    for case in common::manifest().into_iter().chain(extra) {
+    let extra = support::manifest_in(&support::extra_dir());
+    for case in support::manifest().into_iter().chain(extra) {
         streams.push((case.name.clone(), case.stream()));
     }
-    for path in common::sse_files(&common::real_dir()) {
-        streams.push((path.display().to_string(), common::read(&path)));
+    for path in support::sse_files(&support::real_dir()) {
+        streams.push((path.display().to_string(), support::read(&path)));
     }
     streams
 }

@@ -6,10 +6,10 @@
 //! messages record are remembered as forgotten ones, so a later ownership
 //! check that would need one is `Capacity::Owners`, never a guess.
 
-mod common;
+mod support;
 
-use common::stand_ins::same_but_stand_ins;
-use common::{RUN_FINISHED, RUN_STARTED, sse};
+use support::stand_ins::same_but_stand_ins;
+use support::{RUN_FINISHED, RUN_STARTED, sse};
 
 use agui_stream::{
     Capacity, Config, Dialect, Error, ErrorKind, Event, EventType, FrameInfo, Key, Pipeline,

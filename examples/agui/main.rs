@@ -29,7 +29,7 @@
 //! bytes there.
 
 // The oracle's canonical form, shared with the tests.
-#[path = "../../tests/common/canon.rs"]
+#[path = "../../tests/support/canon.rs"]
 mod canon;
 
 use std::cell::{Cell, RefCell};
