@@ -11,7 +11,7 @@
 
 mod support;
 
-use std::ops::ControlFlow;
+use support::record::Recorder;
 
 use agui_stream::rewrite::{OnViolation, Options, RewriteError, Rewriter, Stats};
 use agui_stream::{Config, Dialect, Event, FrameInfo, Pipeline, SliceWriter, encode};
@@ -786,22 +786,6 @@ fn blocks_larger_than_the_raw_buffer_stream_through_a_tool_filter() {
 /// error are the ones its end would have brought.
 #[test]
 fn a_streamed_block_is_cut_as_soon_as_its_json_is_bad() {
-    /// The first violation a monitoring pipeline reports, in words.
-    struct FirstViolation(Option<String>);
-    impl agui_stream::Sink for FirstViolation {
-        fn event(&mut self, _: &Event<'_>, _: &FrameInfo) -> ControlFlow<()> {
-            ControlFlow::Continue(())
-        }
-        fn violation(
-            &mut self,
-            _: &agui_stream::Error,
-            _: &FrameInfo,
-            message: &dyn std::fmt::Display,
-        ) -> ControlFlow<()> {
-            self.0.get_or_insert_with(|| message.to_string());
-            ControlFlow::Continue(())
-        }
-    }
     let stream = |bad: &str| {
         let delta = format!("{}{bad}{}", "x".repeat(2_000), "y".repeat(100_000));
         support::sse(&[
@@ -846,11 +830,11 @@ fn a_streamed_block_is_cut_as_soon_as_its_json_is_bad() {
             let mut buffer = [0u8; 512];
             let config = Config::new().policy(agui_stream::Policy::Monitor);
             let mut pipeline = Pipeline::new(&mut buffer, config);
-            let mut first = FirstViolation(None);
+            let mut sink = Recorder::new();
             for p in &pushes {
-                pipeline.push(p, &mut first).unwrap();
+                pipeline.push(p, &mut sink).unwrap();
             }
-            let want = first.0.unwrap();
+            let want = sink.violations().next().unwrap().2.to_owned();
             let (mut frames, mut raw) = ([0u8; 512], [0u8; 512]);
             let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
             let mut out = Vec::new();

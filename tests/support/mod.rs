@@ -18,6 +18,7 @@ use agui_stream::{
 
 pub mod canon;
 pub mod hostile;
+pub mod record;
 pub mod stand_ins;
 
 /// The pipeline's frame buffer: larger than any corpus frame.
