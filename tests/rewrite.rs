@@ -14,7 +14,7 @@ mod support;
 use support::record::Recorder;
 
 use agui_stream::rewrite::{OnViolation, Options, RewriteError, Rewriter, Stats};
-use agui_stream::{Config, Dialect, Event, FrameInfo, Pipeline, SliceWriter, encode};
+use agui_stream::{Config, Dialect, Event, FrameInfo, Pipeline, SliceWriter};
 
 /// The rewritten stream, pushed in `piece`-byte pieces, with its stats.
 fn rewrite(stream: &[u8], config: Config, options: Options, piece: usize) -> (Vec<u8>, Stats) {
@@ -34,17 +34,17 @@ fn rewrite(stream: &[u8], config: Config, options: Options, piece: usize) -> (Ve
 fn events(stream: &[u8], config: Config) -> (Vec<Vec<u8>>, Result<(), String>) {
     let mut buf = vec![0u8; 1 << 20];
     let mut p = Pipeline::new(&mut buf, config);
-    let mut events = Vec::new();
-    let mut sink = |ev: &Event<'_>, _: &FrameInfo| {
-        let mut json = Vec::new();
-        encode(ev, &mut json).unwrap();
-        events.push(json);
-    };
+    let mut sink = Recorder::new();
     let result = p
         .push(stream, &mut sink)
         .and_then(|_| p.finish(&mut sink))
         .map(drop)
         .map_err(|e| p.message(&e).to_string());
+    let events = sink
+        .into_events()
+        .into_iter()
+        .map(|(_, json, _)| json)
+        .collect();
     (events, result)
 }
 

@@ -12,9 +12,7 @@ use std::cell::RefCell;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use agui_stream::{
-    Config, Dialect, Error, Event, FrameInfo, Pipeline, Summary, encode, legacy::Minting,
-};
+use agui_stream::{Config, Dialect, Error, FrameInfo, Pipeline, Summary, legacy::Minting};
 
 pub mod canon;
 pub mod hostile;
@@ -345,15 +343,7 @@ where
         .dialect(dialect)
         .minting(Minting::Deterministic);
     let mut pipeline = Pipeline::new(buffer, config);
-    let mut events = Vec::new();
-    let mut sink = |ev: &Event<'_>, frame: &FrameInfo| {
-        let mut out = Vec::new();
-        if encode(ev, &mut out).is_err() {
-            // A Vec never fills: record the failure so the comparison shows it.
-            out = b"<encode failed>".to_vec();
-        }
-        events.push((out, *frame));
-    };
+    let mut sink = record::Recorder::new();
     let mut result = Ok(());
     for piece in pieces {
         // A sink that never pushes back has every byte read.
@@ -365,6 +355,11 @@ where
         }
     }
     let result = result.and_then(|_| pipeline.finish(&mut sink));
+    let events = sink
+        .into_events()
+        .into_iter()
+        .map(|(_, json, frame)| (json, frame))
+        .collect();
     RawOutput { events, result }
 }
 

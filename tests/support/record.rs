@@ -81,6 +81,17 @@ impl Recorder {
         self.events().map(|(ty, _, _)| ty.to_string()).collect()
     }
 
+    /// The events, moved out: type, encoded bytes, frame.
+    pub fn into_events(self) -> Vec<(EventType, Vec<u8>, FrameInfo)> {
+        self.heard
+            .into_iter()
+            .filter_map(|h| match h {
+                Heard::Event(ty, json, f) => Some((ty, json, f)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The violations: error, frame, message.
     pub fn violations(&self) -> impl Iterator<Item = (&Error, &FrameInfo, &str)> {
         self.heard.iter().filter_map(|h| match h {
@@ -190,14 +201,7 @@ pub fn run_sized<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>(
         let _ = e.to_string();
         pipeline.message(e).to_string()
     });
-    let events = sink
-        .heard
-        .into_iter()
-        .filter_map(|h| match h {
-            Heard::Event(ty, json, f) => Some((ty, json, f)),
-            _ => None,
-        })
-        .collect();
+    let events = sink.into_events();
     Outcome {
         events,
         result,
