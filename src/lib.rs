@@ -62,7 +62,6 @@ mod ids;
 mod input;
 mod output;
 mod pipeline;
-pub mod rewrite;
 mod string;
 /// The work counter behind `tests/linear_time.rs` (test support, not API).
 #[cfg(feature = "work-count")]
@@ -73,6 +72,7 @@ mod work;
 
 pub use check::{legacy, normalize, verify};
 pub use input::{json, sse};
+pub use output::rewrite;
 
 pub use capacity::Capacity;
 pub use check::decode::{DecodeError, decode};

@@ -212,8 +212,13 @@ pub struct Frame<'a> {
     pub event: FieldValue<'a>,
     /// The last event ID (persists across frames until changed; an `id` value containing NUL is ignored).
     pub id: FieldValue<'a>,
-    /// See [`Framer::plain`]: no line of the block ended in CR, and none
-    /// was a bare `data`.
+    /// The gateway's re-lining hook, found while the block is scanned: no
+    /// line of the block ended in CR and none was a bare `data` (a field
+    /// without a colon), so its bytes read the same to the reference
+    /// client, which splits lines only on LF and knows no bare `data`, and
+    /// the rewriter ([`rewrite`](crate::rewrite)) forwards them without
+    /// reading them again (`FrameInfo::plain` passes it on). Exact under
+    /// any split of the input (`tests::plain_is_exact_under_any_split`).
     pub(crate) plain: bool,
 }
 
@@ -418,7 +423,7 @@ struct Dispatch {
     event: Stored,
     id: Stored,
     id_in_b: bool,
-    /// See [`Framer::plain`].
+    /// [`Frame::plain`].
     plain: bool,
 }
 
