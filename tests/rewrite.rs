@@ -546,9 +546,9 @@ fn keep_alives_go_between_blocks() {
 #[test]
 fn denied_tools_match_by_text_up_to_the_limits() {
     use agui_stream::rewrite::{DENIED_TOOL_BYTES, DENIED_TOOLS};
-    let stream = common::sse(&[
+    let stream = support::sse(&[
         RUN_STARTED,
-        &common::start("m"),
+        &support::start("m"),
         r#"{"type":"TOOL_CALL_START","toolCallId":"a","toolCallName":"q\"x","parentMessageId":"m"}"#,
         r#"{"type":"TOOL_CALL_END","toolCallId":"\u0061"}"#,
         r#"{"type":"TOOL_CALL_START","toolCallId":"b","toolCallName":"t\u0031\u0035","parentMessageId":"m"}"#,
@@ -556,7 +556,7 @@ fn denied_tools_match_by_text_up_to_the_limits() {
         r#"{"type":"TOOL_CALL_END","toolCallId":"b"}"#,
         r#"{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"t16","parentMessageId":"m"}"#,
         r#"{"type":"TOOL_CALL_END","toolCallId":"c"}"#,
-        &common::end("m"),
+        &support::end("m"),
         RUN_FINISHED,
     ]);
     let (mut frames, mut raw) = (vec![0u8; 4096], vec![0u8; 4096]);
