@@ -52,7 +52,8 @@ const PAYLOADS: [&str; 2] = ["Entity", "LaneKind"];
 
 /// Where a case's stream comes from.
 enum Stream {
-    /// `tests/corpus/DIR/NAME.sse`.
+    /// `tests/corpus/extra/NAME.sse` for a name starting `x-`, else
+    /// `tests/corpus/conformance/NAME.sse`.
     Corpus(&'static str),
     /// Built here.
     Inline(fn() -> Vec<u8>),
