@@ -10,10 +10,10 @@
 //! error in a frame that spills is the reference's verdict. From 1 KiB on,
 //! no corpus stream stops.
 
-mod common;
+mod support;
 
 use agui_stream::{Capacity, Dialect, ErrorKind, StandIns};
-use common::stand_ins::{run, same_but_stand_ins};
+use support::stand_ins::{run, same_but_stand_ins};
 
 /// The same event, but that `got` may show stand-ins.
 fn same_event(got: &(u64, Vec<u8>, StandIns), want: &(u64, Vec<u8>, StandIns)) -> bool {
@@ -28,14 +28,14 @@ fn same_events(got: &[(u64, Vec<u8>, StandIns)], want: &[(u64, Vec<u8>, StandIns
 #[cfg_attr(miri, ignore = "every corpus stream many times")]
 fn every_buffer_gives_the_verdict_or_names_the_frame_that_did_not_fit() {
     let mut streams: Vec<(String, Vec<u8>)> = Vec::new();
-    let extra = common::manifest_in(&common::extra_dir());
-    for case in common::manifest().into_iter().chain(extra) {
+    let extra = support::manifest_in(&support::extra_dir());
+    for case in support::manifest().into_iter().chain(extra) {
         if case.category != "sse-quirk" {
             streams.push((case.name.clone(), case.stream()));
         }
     }
-    for path in common::sse_files(&common::real_dir()) {
-        streams.push((path.display().to_string(), common::read(&path)));
+    for path in support::sse_files(&support::real_dir()) {
+        streams.push((path.display().to_string(), support::read(&path)));
     }
     let (mut same, mut spilled, mut stood_in) = (0, [0; 3], 0);
     for (name, stream) in &streams {
@@ -108,7 +108,7 @@ fn every_buffer_gives_the_verdict_or_names_the_frame_that_did_not_fit() {
 /// changed the error's kind with its words).
 #[test]
 fn an_escaped_astral_character_is_the_same_error_in_any_buffer() {
-    let stream = common::sse(&[format!(
+    let stream = support::sse(&[format!(
         r#"{{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"{}\😀 after"}}"#,
         "x".repeat(100)
     )]);
@@ -142,7 +142,7 @@ fn one_unlisted_member_stands_in_and_the_others_keep_their_values() {
         r#"{{"type":"REASONING_START","messageId":"r","small":"kept","large":{{"k":"{}"}},"also":[1]}}"#,
         "x".repeat(600)
     );
-    let stream = common::sse(&[
+    let stream = support::sse(&[
         r#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#.to_string(),
         event,
     ]);

@@ -2,10 +2,10 @@
 //! expanded by hand into START / CONTENT / END produce the same verified
 //! output, in both dialects, for many generated streams.
 
-mod common;
+mod support;
 
 use agui_stream::Dialect;
-use common::{dialect_name, run, sse};
+use support::{dialect_name, run, sse};
 
 /// A small deterministic generator (xorshift64*), so failures reproduce.
 struct Rng(u64);

@@ -9,12 +9,12 @@
 //! lifecycle and chunk rule the shared corpus lacks, answered by the same
 //! oracle.
 
-mod common;
+mod support;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use agui_stream::Dialect;
-use common::{Output, dialect_name, extra_dir, manifest, manifest_in, run};
+use support::{Output, dialect_name, extra_dir, manifest, manifest_in, run};
 
 /// Cases where the reference's framing differs from WHATWG's on purpose.
 const QUIRKS: &str = "sse-quirk";
@@ -120,7 +120,7 @@ fn corpus_is_complete() {
             case.expected(dialect); // parses
         }
     }
-    for path in common::sse_files(&common::conformance_dir()) {
+    for path in support::sse_files(&support::conformance_dir()) {
         let stem = path.file_stem().unwrap().to_str().unwrap().to_owned();
         assert!(
             names.contains(stem.as_str()),
@@ -140,7 +140,7 @@ fn verify_chunk_and_json_messages_match_the_reference_word_for_word() {
     let mut failures = Vec::new();
     for case in cases.iter().filter(|c| c.category != QUIRKS) {
         for dialect in [Dialect::V1, Dialect::V0] {
-            let expected = String::from_utf8(common::read(&case.expected_path(dialect))).unwrap();
+            let expected = String::from_utf8(support::read(&case.expected_path(dialect))).unwrap();
             let last = expected
                 .trim_end()
                 .lines()
@@ -173,7 +173,7 @@ fn verify_chunk_and_json_messages_match_the_reference_word_for_word() {
             ));
             let message = p.message(&err).to_string();
             let units: Vec<u16> = message.encode_utf16().collect();
-            let ours = format!(r#""message":{}}}"#, common::canon::js_string(&units));
+            let ours = format!(r#""message":{}}}"#, support::canon::js_string(&units));
             checked += 1;
             if !last.ends_with(&ours) {
                 failures.push(format!(

@@ -5,13 +5,13 @@
 //! `scripts/v8-json-messages.mjs`), sent as one frame, must give the same
 //! message, position (in UTF-16 units) and quoted text included.
 
-mod common;
+mod support;
 
 use agui_stream::{Config, ErrorKind, Event, FrameInfo, Pipeline, Stage};
 
 #[test]
 fn syntax_errors_read_as_v8_writes_them() {
-    let table = common::read(&common::extra_dir().join("json-syntax.tsv"));
+    let table = support::read(&support::extra_dir().join("json-syntax.tsv"));
     let table = String::from_utf8(table).expect("UTF-8");
     let mut checked = 0;
     let mut differ = Vec::new();

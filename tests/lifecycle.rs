@@ -1,44 +1,16 @@
-//! The verifier's capacities, the stop/monitor policies and the
-//! end-of-stream report, through the public pipeline API.
+//! The stop/monitor policies and the end-of-stream report, through the
+//! public pipeline API. The verifier's capacities are in `capacity.rs`;
+//! one named case for every lifecycle rule is in `rules.rs`.
 
-mod common;
+mod support;
 
-use std::fmt;
-use std::ops::ControlFlow;
-
-use common::{RUN_FINISHED, RUN_STARTED, end, sse, start};
+use support::record::Recorder;
+use support::{RUN_FINISHED, RUN_STARTED, end, sse, start};
 
 use agui_stream::{
-    Config, Dialect, Error, ErrorKind, Event, FrameInfo, Pipeline, Policy, Sink, Stage,
+    Config, Dialect, ErrorKind, Event, FrameInfo, Pipeline, Policy, Stage,
     verify::{Rule, RunPhase},
 };
-
-/// Collects what a monitoring pipeline reports.
-#[derive(Default)]
-struct Monitor {
-    events: Vec<String>,
-    violations: Vec<(Stage, u64, String)>,
-}
-
-impl Sink for Monitor {
-    fn event(&mut self, event: &Event<'_>, _: &FrameInfo) -> ControlFlow<()> {
-        self.events.push(event.event_type().to_string());
-        ControlFlow::Continue(())
-    }
-    fn violation(
-        &mut self,
-        error: &Error,
-        frame: &FrameInfo,
-        message: &dyn fmt::Display,
-    ) -> ControlFlow<()> {
-        // The frame the violation is about, as the error names it.
-        assert_eq!(frame.index, error.frame);
-        assert!(frame.start <= error.offset && error.offset < frame.end.max(frame.start + 1));
-        self.violations
-            .push((error.stage, error.frame, message.to_string()));
-        ControlFlow::Continue(())
-    }
-}
 
 fn faulty_stream() -> Vec<u8> {
     sse(&[
@@ -57,7 +29,7 @@ fn stop_policy_stops_at_the_first_violation() {
     let stream = faulty_stream();
     let mut buf = vec![0u8; 4096];
     let mut p = Pipeline::new(&mut buf, Config::new());
-    let mut sink = Monitor::default();
+    let mut sink = Recorder::new();
     let e = p.push(&stream, &mut sink).unwrap_err();
     assert_eq!((e.stage, e.frame), (Stage::Verify, 1));
     assert_eq!(
@@ -72,8 +44,8 @@ fn stop_policy_stops_at_the_first_violation() {
         "Cannot send 'TEXT_MESSAGE_CONTENT' event: No active text message found with ID 'ghost'. \
          Start a text message with 'TEXT_MESSAGE_START' first."
     );
-    assert_eq!(sink.events, ["RUN_STARTED"]);
-    assert!(sink.violations.is_empty());
+    assert_eq!(sink.event_types(), ["RUN_STARTED"]);
+    assert_eq!(sink.violations().count(), 0);
     // Stopped for good.
     assert_eq!(p.finish(&mut sink), Err(e));
 }
@@ -85,12 +57,12 @@ fn monitor_policy_reports_and_keeps_verifying() {
         let mut buf = vec![0u8; 4096];
         let config = Config::new().dialect(dialect).policy(Policy::Monitor);
         let mut p = Pipeline::new(&mut buf, config);
-        let mut sink = Monitor::default();
+        let mut sink = Recorder::new();
         p.push(&stream, &mut sink).unwrap();
         let summary = p.finish(&mut sink).unwrap();
         // The bad frames are skipped; everything else is verified as usual.
         assert_eq!(
-            sink.events,
+            sink.event_types(),
             [
                 "RUN_STARTED",
                 "TEXT_MESSAGE_START",
@@ -98,14 +70,17 @@ fn monitor_policy_reports_and_keeps_verifying() {
                 "RUN_FINISHED"
             ]
         );
-        let stages: Vec<(Stage, u64)> = sink.violations.iter().map(|v| (v.0, v.1)).collect();
+        let stages: Vec<(Stage, u64)> = sink
+            .violations()
+            .map(|(e, _, _)| (e.stage, e.frame))
+            .collect();
         assert_eq!(
             stages,
             [(Stage::Verify, 1), (Stage::Schema, 3), (Stage::Chunks, 4)]
         );
         assert_eq!(
-            sink.violations[2].2,
-            "First TOOL_CALL_CHUNK must have a toolCallId"
+            sink.violations().nth(2).map(|(_, _, m)| m),
+            Some("First TOOL_CALL_CHUNK must have a toolCallId")
         );
         assert_eq!(summary.violations, 3);
         assert!(summary.is_complete());

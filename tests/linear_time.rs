@@ -3,7 +3,7 @@
 //! pushed one byte at a time must cost about the same.
 #![cfg(feature = "work-count")]
 
-mod common;
+mod support;
 
 use agui_stream::testing::take_work;
 use agui_stream::{Config, Dialect, Event, FrameInfo, Pipeline};
@@ -11,8 +11,8 @@ use agui_stream::{Config, Dialect, Event, FrameInfo, Pipeline};
 /// About 1 MB: the real captures, repeated.
 fn stream() -> Vec<u8> {
     let mut one = Vec::new();
-    for path in common::sse_files(&common::real_dir()) {
-        one.extend(common::read(&path));
+    for path in support::sse_files(&support::real_dir()) {
+        one.extend(support::read(&path));
     }
     let mut out = Vec::new();
     while out.len() < 1 << 20 {
@@ -75,13 +75,13 @@ fn work_does_not_depend_on_the_split() {
     // twice the work of a frame that fits).
     let big = {
         let delta = "x".repeat(20_000);
-        let mut events = vec![common::RUN_STARTED.to_owned(), common::start("m")];
+        let mut events = vec![support::RUN_STARTED.to_owned(), support::start("m")];
         for _ in 0..50 {
             events.push(format!(
                 r#"{{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"{delta}"}}"#
             ));
         }
-        common::sse(&events)
+        support::sse(&events)
     };
     let spill_work = |buffer: usize, push: usize| {
         let mut buf = vec![0u8; buffer];
@@ -167,7 +167,7 @@ fn snapshot_work(
         r#"{{"type":"MESSAGES_SNAPSHOT","messages":[{}]}}"#,
         messages.join(",")
     );
-    let s = common::sse(&[common::RUN_STARTED, &snapshot]);
+    let s = support::sse(&[support::RUN_STARTED, &snapshot]);
     let mut buf = vec![0u8; buffer];
     let mut p = Pipeline::new(&mut buf, Config::new());
     let mut spilled = false;
@@ -182,10 +182,10 @@ fn snapshot_work(
 
 /// A run of `calls` tool calls, each with a message, arguments and result.
 fn long_run(calls: usize) -> Vec<u8> {
-    let mut events = vec![common::RUN_STARTED.to_owned()];
+    let mut events = vec![support::RUN_STARTED.to_owned()];
     for i in 0..calls {
-        events.push(common::start(&format!("msg-{i:06}")));
-        events.push(common::end(&format!("msg-{i:06}")));
+        events.push(support::start(&format!("msg-{i:06}")));
+        events.push(support::end(&format!("msg-{i:06}")));
         events.push(format!(
             r#"{{"type":"TOOL_CALL_START","toolCallId":"call-{i:06}","toolCallName":"read","parentMessageId":"msg-{i:06}"}}"#
         ));
@@ -199,6 +199,6 @@ fn long_run(calls: usize) -> Vec<u8> {
             r#"{{"type":"TOOL_CALL_RESULT","messageId":"res-{i:06}","toolCallId":"call-{i:06}","content":"ok"}}"#
         ));
     }
-    events.push(common::RUN_FINISHED.to_owned());
-    common::sse(&events)
+    events.push(support::RUN_FINISHED.to_owned());
+    support::sse(&events)
 }

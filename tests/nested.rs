@@ -15,14 +15,14 @@
 //! * cut in its largest frame's middle (and elsewhere), a stream the
 //!   16 MiB run accepts ends in `AGUI_STREAM_TRUNCATED` at every buffer.
 
-mod common;
+mod support;
 
 use std::path::PathBuf;
 use std::process::Command;
 
 use agui_stream::rewrite::{Options, Rewriter};
 use agui_stream::{Config, Dialect, legacy::Minting};
-use common::stand_ins::{Run, run, same_but_stand_ins};
+use support::stand_ins::{Run, run, same_but_stand_ins};
 
 const WHOLE: usize = 16 << 20;
 const BUFFERS: [usize; 3] = [1 << 10, 4 << 10, 64 << 10];
@@ -42,11 +42,11 @@ fn shapes(scale: usize) -> Vec<(String, Vec<u8>)> {
         .status()
         .expect("python3 runs scripts/gen_nested.py");
     assert!(status.success());
-    let mut shapes: Vec<_> = common::sse_files(&dir)
+    let mut shapes: Vec<_> = support::sse_files(&dir)
         .into_iter()
         .map(|p| {
             let name = p.file_stem().unwrap().to_string_lossy().into_owned();
-            (name, common::read(&p))
+            (name, support::read(&p))
         })
         .collect();
     shapes.sort();

@@ -5,7 +5,7 @@
 //! too), long runs that forget owner records and frames that spill past a
 //! small buffer included.
 
-mod common;
+mod support;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -57,12 +57,12 @@ static GLOBAL: Counting = Counting;
 #[test]
 fn whole_streams_go_through_without_allocating() {
     // Everything the test itself needs is allocated before counting starts.
-    let mut streams: Vec<Vec<u8>> = common::sse_files(&common::real_dir())
+    let mut streams: Vec<Vec<u8>> = support::sse_files(&support::real_dir())
         .iter()
-        .map(|p| common::read(p))
+        .map(|p| support::read(p))
         .collect();
-    let extra = common::manifest_in(&common::extra_dir());
-    for case in common::manifest().into_iter().chain(extra) {
+    let extra = support::manifest_in(&support::extra_dir());
+    for case in support::manifest().into_iter().chain(extra) {
         if case.category != "sse-quirk" {
             streams.push(case.stream());
         }
@@ -167,12 +167,12 @@ impl Sink for Encoding<'_> {
 #[test]
 fn the_rewriter_does_not_allocate() {
     use agui_stream::rewrite::{OnViolation, Options, Rewriter};
-    let mut streams: Vec<Vec<u8>> = common::sse_files(&common::real_dir())
+    let mut streams: Vec<Vec<u8>> = support::sse_files(&support::real_dir())
         .iter()
-        .map(|p| common::read(p))
+        .map(|p| support::read(p))
         .collect();
-    let extra = common::manifest_in(&common::extra_dir());
-    for case in common::manifest().into_iter().chain(extra) {
+    let extra = support::manifest_in(&support::extra_dir());
+    for case in support::manifest().into_iter().chain(extra) {
         streams.push(case.stream());
     }
     let (mut frames, mut raw) = (vec![0u8; 1024], vec![0u8; 1 << 20]);

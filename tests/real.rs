@@ -2,10 +2,10 @@
 //! every producer's stream decodes without error in both dialects, one event
 //! per frame, each reported at the frame's exact byte range.
 
-mod common;
+mod support;
 
 use agui_stream::{Dialect, Event, FrameInfo};
-use common::dialect_name;
+use support::dialect_name;
 
 /// One `data: <json>\n\n` frame of a capture, located by hand.
 struct Frame {
@@ -50,7 +50,7 @@ fn frames(name: &str, bytes: &[u8]) -> Vec<Frame> {
 
 #[test]
 fn real_captures_decode_cleanly() {
-    let files = common::sse_files(&common::real_dir());
+    let files = support::sse_files(&support::real_dir());
     let names: Vec<String> = files
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
@@ -65,13 +65,13 @@ fn real_captures_decode_cleanly() {
     );
     let mut counts = Vec::new();
     for (path, name) in files.iter().zip(&names) {
-        let bytes = common::read(path);
+        let bytes = support::read(path);
         let want = frames(name, &bytes);
         assert!(want.len() >= 10, "{name}: only {} frames", want.len());
         for dialect in [Dialect::V1, Dialect::V0] {
             let what = format!("{name} {}", dialect_name(dialect));
             let mut seen: Vec<(String, FrameInfo)> = Vec::new();
-            let mut buffer = vec![0u8; common::FRAME_BUFFER];
+            let mut buffer = vec![0u8; support::FRAME_BUFFER];
             let mut pipeline = agui_stream::Pipeline::new(
                 &mut buffer,
                 agui_stream::Config::new().dialect(dialect),
@@ -79,7 +79,7 @@ fn real_captures_decode_cleanly() {
             let mut sink = |ev: &Event<'_>, frame: &FrameInfo| {
                 let mut json = Vec::new();
                 agui_stream::encode(ev, &mut json).expect("encodes");
-                common::canon::canonicalize(&json).expect("the encoder writes JSON");
+                support::canon::canonicalize(&json).expect("the encoder writes JSON");
                 seen.push((ev.event_type().as_str().to_owned(), *frame));
             };
             pipeline
@@ -121,12 +121,12 @@ fn real_captures_decode_cleanly() {
 /// result and one event per frame.
 #[test]
 fn real_captures_through_the_common_driver() {
-    for path in common::sse_files(&common::real_dir()) {
-        let bytes = common::read(&path);
+    for path in support::sse_files(&support::real_dir()) {
+        let bytes = support::read(&path);
         let n = frames(&path.display().to_string(), &bytes).len();
         for dialect in [Dialect::V1, Dialect::V0] {
-            let out = common::run(&bytes, dialect, 61);
-            assert_eq!(out.result, common::Verdict::Ok, "{}", path.display());
+            let out = support::run(&bytes, dialect, 61);
+            assert_eq!(out.result, support::Verdict::Ok, "{}", path.display());
             assert_eq!(out.events.len(), n, "{}", path.display());
         }
     }

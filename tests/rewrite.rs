@@ -9,12 +9,12 @@
 //!   drained between pushes, it gets the same bytes.
 //! * Each policy: stop, drop, pass, the end-of-stream repair, re-lining.
 
-mod common;
+mod support;
 
-use std::ops::ControlFlow;
+use support::record::Recorder;
 
 use agui_stream::rewrite::{OnViolation, Options, RewriteError, Rewriter, Stats};
-use agui_stream::{Config, Dialect, Event, FrameInfo, Pipeline, SliceWriter, encode};
+use agui_stream::{Config, Dialect, Event, FrameInfo, Pipeline, SliceWriter};
 
 /// The rewritten stream, pushed in `piece`-byte pieces, with its stats.
 fn rewrite(stream: &[u8], config: Config, options: Options, piece: usize) -> (Vec<u8>, Stats) {
@@ -34,28 +34,28 @@ fn rewrite(stream: &[u8], config: Config, options: Options, piece: usize) -> (Ve
 fn events(stream: &[u8], config: Config) -> (Vec<Vec<u8>>, Result<(), String>) {
     let mut buf = vec![0u8; 1 << 20];
     let mut p = Pipeline::new(&mut buf, config);
-    let mut events = Vec::new();
-    let mut sink = |ev: &Event<'_>, _: &FrameInfo| {
-        let mut json = Vec::new();
-        encode(ev, &mut json).unwrap();
-        events.push(json);
-    };
+    let mut sink = Recorder::new();
     let result = p
         .push(stream, &mut sink)
         .and_then(|_| p.finish(&mut sink))
         .map(drop)
         .map_err(|e| p.message(&e).to_string());
+    let events = sink
+        .into_events()
+        .into_iter()
+        .map(|(_, json, _)| json)
+        .collect();
     (events, result)
 }
 
 fn streams() -> Vec<(String, Vec<u8>)> {
     let mut streams = Vec::new();
-    let extra = common::manifest_in(&common::extra_dir());
-    for case in common::manifest().into_iter().chain(extra) {
+    let extra = support::manifest_in(&support::extra_dir());
+    for case in support::manifest().into_iter().chain(extra) {
         streams.push((case.name.clone(), case.stream()));
     }
-    for path in common::sse_files(&common::real_dir()) {
-        streams.push((path.display().to_string(), common::read(&path)));
+    for path in support::sse_files(&support::real_dir()) {
+        streams.push((path.display().to_string(), support::read(&path)));
     }
     streams
 }
@@ -66,8 +66,8 @@ fn config(dialect: Dialect) -> Config {
         .minting(agui_stream::legacy::Minting::Deterministic)
 }
 
-const RUN_STARTED: &str = common::RUN_STARTED;
-const RUN_FINISHED: &str = common::RUN_FINISHED;
+const RUN_STARTED: &str = support::RUN_STARTED;
+const RUN_FINISHED: &str = support::RUN_FINISHED;
 
 #[test]
 #[cfg_attr(miri, ignore = "every corpus stream")]
@@ -175,7 +175,7 @@ fn a_writer_sized_by_the_bound_gets_everything() {
     }
     assert!(held_up > 0);
     // Too little room: nothing read, nothing lost.
-    let stream = common::sse(&[RUN_STARTED, RUN_FINISHED]);
+    let stream = support::sse(&[RUN_STARTED, RUN_FINISHED]);
     let (mut frames, mut raw) = ([0u8; 256], [0u8; 256]);
     let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
     let mut small = [0u8; 64];
@@ -226,7 +226,7 @@ fn lines(out: &[u8]) -> Vec<String> {
 
 #[test]
 fn stop_ends_with_a_run_error_and_nothing_after() {
-    let stream = common::sse(&[
+    let stream = support::sse(&[
         RUN_STARTED,
         r#"{"type":"TEXT_MESSAGE_END","messageId":"m"}"#,
         RUN_FINISHED,
@@ -253,10 +253,10 @@ fn stop_ends_with_a_run_error_and_nothing_after() {
 #[test]
 fn drop_and_pass_keep_going() {
     let bad = r#"{"type":"TEXT_MESSAGE_END","messageId":"m"}"#;
-    let stream = common::sse(&[RUN_STARTED, bad, RUN_FINISHED]);
+    let stream = support::sse(&[RUN_STARTED, bad, RUN_FINISHED]);
     let drop = Options::new().on_violation(OnViolation::Drop);
     let (out, stats) = rewrite(&stream, Config::new(), drop, 5);
-    assert_eq!(out, common::sse(&[RUN_STARTED, RUN_FINISHED]));
+    assert_eq!(out, support::sse(&[RUN_STARTED, RUN_FINISHED]));
     assert_eq!((stats.violations, stats.dropped), (1, 1));
     let pass = Options::new().on_violation(OnViolation::Pass);
     let (out, stats) = rewrite(&stream, Config::new(), pass, 5);
@@ -266,7 +266,7 @@ fn drop_and_pass_keep_going() {
 
 #[test]
 fn a_run_cut_short_is_repaired_unless_told_not_to() {
-    let stream = common::sse(&[RUN_STARTED, &common::start("m")]);
+    let stream = support::sse(&[RUN_STARTED, &support::start("m")]);
     // The last frame lost its blank line as well.
     let cut = &stream[..stream.len() - 2];
     let (out, stats) = rewrite(cut, Config::new(), Options::new(), 5);
@@ -291,13 +291,13 @@ fn a_run_cut_short_is_repaired_unless_told_not_to() {
         assert_eq!((stats.dropped, stats.violations), (1, 0));
     }
     // A run that finished needs nothing.
-    let whole = common::sse(&[RUN_STARTED, RUN_FINISHED]);
+    let whole = support::sse(&[RUN_STARTED, RUN_FINISHED]);
     assert_eq!(rewrite(&whole, Config::new(), Options::new(), 5).0, whole);
 }
 
 #[test]
 fn chunks_are_expanded_and_keep_alives_kept() {
-    let stream = common::sse(&[
+    let stream = support::sse(&[
         RUN_STARTED,
         r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"m","delta":"a"}"#,
         r#"{"type":"TEXT_MESSAGE_CHUNK","delta":"b"}"#,
@@ -376,10 +376,10 @@ fn line_ends_the_reference_cannot_read_are_rewritten() {
 
 #[test]
 fn close_open_closes_what_is_open_before_the_run_error() {
-    let stream = common::sse(&[
+    let stream = support::sse(&[
         RUN_STARTED,
         r#"{"type":"STEP_STARTED","stepName":"plan"}"#,
-        &common::start("m"),
+        &support::start("m"),
         r#"{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"f","parentMessageId":"m"}"#,
         r#"{"type":"REASONING_START","messageId":"r"}"#,
     ]);
@@ -426,7 +426,7 @@ fn a_second_terminal_event_is_dropped() {
             // RUN_ERROR after RUN_FINISHED is accepted: kept.
             (vec![RUN_STARTED, RUN_FINISHED, error], 0),
         ] {
-            let stream = common::sse(&events);
+            let stream = support::sse(&events);
             let (out, stats) = rewrite(&stream, config(dialect), Options::new(), 5);
             assert_eq!(stats.duplicate_terminals, dropped, "{events:?}");
             assert_eq!(stats.violations, 0);
@@ -435,7 +435,7 @@ fn a_second_terminal_event_is_dropped() {
             } else {
                 &events[..]
             };
-            assert_eq!(out, common::sse(kept), "{dialect:?} {events:?}");
+            assert_eq!(out, support::sse(kept), "{dialect:?} {events:?}");
         }
     }
 }
@@ -446,11 +446,11 @@ fn an_event_over_the_limit_ends_the_stream_cleanly() {
         r#"{{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"{}"}}"#,
         "x".repeat(300)
     );
-    let stream = common::sse(&[
+    let stream = support::sse(&[
         RUN_STARTED,
-        &common::start("m"),
+        &support::start("m"),
         &big,
-        &common::end("m"),
+        &support::end("m"),
         RUN_FINISHED,
     ]);
     let options = Options::new().max_event_bytes(200);
@@ -524,7 +524,7 @@ fn canonical_form_and_dropping_raw() {
 
 #[test]
 fn keep_alives_go_between_blocks() {
-    let stream = common::sse(&[RUN_STARTED, RUN_FINISHED]);
+    let stream = support::sse(&[RUN_STARTED, RUN_FINISHED]);
     let (mut frames, mut raw) = ([0u8; 256], [0u8; 256]);
     let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
     let mut out = Vec::new();
@@ -546,9 +546,9 @@ fn keep_alives_go_between_blocks() {
 #[test]
 fn denied_tools_match_by_text_up_to_the_limits() {
     use agui_stream::rewrite::{DENIED_TOOL_BYTES, DENIED_TOOLS};
-    let stream = common::sse(&[
+    let stream = support::sse(&[
         RUN_STARTED,
-        &common::start("m"),
+        &support::start("m"),
         r#"{"type":"TOOL_CALL_START","toolCallId":"a","toolCallName":"q\"x","parentMessageId":"m"}"#,
         r#"{"type":"TOOL_CALL_END","toolCallId":"\u0061"}"#,
         r#"{"type":"TOOL_CALL_START","toolCallId":"b","toolCallName":"t\u0031\u0035","parentMessageId":"m"}"#,
@@ -556,7 +556,7 @@ fn denied_tools_match_by_text_up_to_the_limits() {
         r#"{"type":"TOOL_CALL_END","toolCallId":"b"}"#,
         r#"{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"t16","parentMessageId":"m"}"#,
         r#"{"type":"TOOL_CALL_END","toolCallId":"c"}"#,
-        &common::end("m"),
+        &support::end("m"),
         RUN_FINISHED,
     ]);
     let (mut frames, mut raw) = (vec![0u8; 4096], vec![0u8; 4096]);
@@ -587,9 +587,9 @@ fn denied_tools_match_by_text_up_to_the_limits() {
 
 #[test]
 fn denied_tools_leave_no_trace() {
-    let stream = common::sse(&[
+    let stream = support::sse(&[
         RUN_STARTED,
-        &common::start("m"),
+        &support::start("m"),
         r#"{"type":"TOOL_CALL_START","toolCallId":"a","toolCallName":"shell","parentMessageId":"m"}"#,
         r#"{"type":"TOOL_CALL_ARGS","toolCallId":"a","delta":"{\"cmd\":\"rm\"}"}"#,
         r#"{"type":"TOOL_CALL_END","toolCallId":"a"}"#,
@@ -597,7 +597,7 @@ fn denied_tools_leave_no_trace() {
         r#"{"type":"TOOL_CALL_CHUNK","delta":"}"}"#,
         r#"{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"search","parentMessageId":"m"}"#,
         r#"{"type":"TOOL_CALL_END","toolCallId":"c"}"#,
-        &common::end("m"),
+        &support::end("m"),
         r#"{"type":"TOOL_CALL_RESULT","messageId":"r1","toolCallId":"a","content":"gone"}"#,
         r#"{"type":"TOOL_CALL_RESULT","messageId":"r2","toolCallId":"c","content":"kept"}"#,
         RUN_FINISHED,
@@ -647,7 +647,7 @@ fn denied_tools_leave_no_trace() {
         events.push(format!(r#"{{"type":"TOOL_CALL_END","toolCallId":"c{i}"}}"#));
     }
     events.push(RUN_FINISHED.to_owned());
-    let stream = common::sse(&events);
+    let stream = support::sse(&events);
     let (mut frames, mut raw) = (vec![0u8; 4096], vec![0u8; 4096]);
     let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
     r.deny_tool("shell").unwrap();
@@ -670,13 +670,13 @@ fn denied_tools_leave_no_trace() {
 fn a_leading_bom_is_not_forwarded() {
     let drop = Options::new().on_violation(OnViolation::Drop);
     let mut stream = b"\xEF\xBB\xBF".to_vec();
-    stream.extend_from_slice(&common::sse(&[RUN_FINISHED]));
+    stream.extend_from_slice(&support::sse(&[RUN_FINISHED]));
     let (out, stats) = rewrite(&stream, Config::new(), drop, 2);
     assert_eq!((out.as_slice(), stats.dropped), (&b""[..], 1));
     let mut stream = b"\xEF\xBB\xBF".to_vec();
-    stream.extend_from_slice(&common::sse(&[RUN_STARTED, RUN_FINISHED]));
+    stream.extend_from_slice(&support::sse(&[RUN_STARTED, RUN_FINISHED]));
     let (out, _) = rewrite(&stream, Config::new(), drop, 1);
-    assert_eq!(out, common::sse(&[RUN_STARTED, RUN_FINISHED]));
+    assert_eq!(out, support::sse(&[RUN_STARTED, RUN_FINISHED]));
 }
 
 /// Repair events are written by the encoder, so a canonical second pass
@@ -684,7 +684,7 @@ fn a_leading_bom_is_not_forwarded() {
 /// members in another order).
 #[test]
 fn repairs_are_written_as_the_encoder_writes() {
-    let stream = common::sse(&[
+    let stream = support::sse(&[
         RUN_STARTED,
         r#"{"type":"TEXT_MESSAGE_START","messageId":"m1","subagentRunId":"s2"}"#,
     ]);
@@ -738,11 +738,11 @@ fn blocks_larger_than_the_raw_buffer_stream_through() {
             "ab\\n\\u00e9".repeat(500)
         )
     };
-    let stream = common::sse(&[
+    let stream = support::sse(&[
         RUN_STARTED,
-        &common::start("m"),
+        &support::start("m"),
         &big("TEXT_MESSAGE_CONTENT", "m"),
-        &common::end("m"),
+        &support::end("m"),
         RUN_FINISHED,
     ]);
     for piece in [100, 333, 1460] {
@@ -751,7 +751,7 @@ fn blocks_larger_than_the_raw_buffer_stream_through() {
         assert_eq!((stats.streamed, stats.cut), (1, 0));
     }
     // Bad at its end (the message is not open): cut, then the stop.
-    let bad = common::sse(&[RUN_STARTED, &big("TEXT_MESSAGE_CONTENT", "x"), RUN_FINISHED]);
+    let bad = support::sse(&[RUN_STARTED, &big("TEXT_MESSAGE_CONTENT", "x"), RUN_FINISHED]);
     let (out, stats) = rewrite_small(&bad, Options::new(), 100);
     assert_eq!((stats.streamed, stats.cut), (1, 1));
     let text = String::from_utf8_lossy(&out);
@@ -765,7 +765,7 @@ fn blocks_larger_than_the_raw_buffer_stream_through() {
     assert_eq!(events.len(), 1);
     assert!(verdict.is_err());
     // A chunk would need expanding: cut too, a capacity.
-    let chunk = common::sse(&[RUN_STARTED, &big("TEXT_MESSAGE_CHUNK", "m"), RUN_FINISHED]);
+    let chunk = support::sse(&[RUN_STARTED, &big("TEXT_MESSAGE_CHUNK", "m"), RUN_FINISHED]);
     let (out, _) = rewrite_small(&chunk, Options::new(), 100);
     assert!(String::from_utf8_lossy(&out).ends_with("\"code\":\"AGUI_STREAM_CAPACITY\"}\n\n"));
     // A writer sized by the bound for the largest block never fails.
@@ -790,11 +790,11 @@ fn blocks_larger_than_the_raw_buffer_stream_through() {
 #[test]
 fn blocks_larger_than_the_raw_buffer_stream_through_a_tool_filter() {
     let big = "ab\\n\\u00e9".repeat(500);
-    let stream = common::sse(&[
+    let stream = support::sse(&[
         RUN_STARTED.to_string(),
-        common::start("m"),
+        support::start("m"),
         format!(r#"{{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"{big}"}}"#),
-        common::end("m"),
+        support::end("m"),
         r#"{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"search"}"#.to_string(),
         format!(r#"{{"type":"TOOL_CALL_ARGS","toolCallId":"c","delta":"{big}"}}"#),
         r#"{"type":"TOOL_CALL_END","toolCallId":"c"}"#.to_string(),
@@ -831,29 +831,13 @@ fn blocks_larger_than_the_raw_buffer_stream_through_a_tool_filter() {
 /// error are the ones its end would have brought.
 #[test]
 fn a_streamed_block_is_cut_as_soon_as_its_json_is_bad() {
-    /// The first violation a monitoring pipeline reports, in words.
-    struct FirstViolation(Option<String>);
-    impl agui_stream::Sink for FirstViolation {
-        fn event(&mut self, _: &Event<'_>, _: &FrameInfo) -> ControlFlow<()> {
-            ControlFlow::Continue(())
-        }
-        fn violation(
-            &mut self,
-            _: &agui_stream::Error,
-            _: &FrameInfo,
-            message: &dyn std::fmt::Display,
-        ) -> ControlFlow<()> {
-            self.0.get_or_insert_with(|| message.to_string());
-            ControlFlow::Continue(())
-        }
-    }
     let stream = |bad: &str| {
         let delta = format!("{}{bad}{}", "x".repeat(2_000), "y".repeat(100_000));
-        common::sse(&[
+        support::sse(&[
             RUN_STARTED.to_string(),
-            common::start("m"),
+            support::start("m"),
             format!(r#"{{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"{delta}"}}"#),
-            common::end("m"),
+            support::end("m"),
             RUN_FINISHED.to_string(),
         ])
     };
@@ -891,11 +875,11 @@ fn a_streamed_block_is_cut_as_soon_as_its_json_is_bad() {
             let mut buffer = [0u8; 512];
             let config = Config::new().policy(agui_stream::Policy::Monitor);
             let mut pipeline = Pipeline::new(&mut buffer, config);
-            let mut first = FirstViolation(None);
+            let mut sink = Recorder::new();
             for p in &pushes {
-                pipeline.push(p, &mut first).unwrap();
+                pipeline.push(p, &mut sink).unwrap();
             }
-            let want = first.0.unwrap();
+            let want = sink.violations().next().unwrap().2.to_owned();
             let (mut frames, mut raw) = ([0u8; 512], [0u8; 512]);
             let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
             let mut out = Vec::new();
@@ -936,7 +920,7 @@ fn a_streamed_block_is_cut_as_soon_as_its_json_is_bad() {
 /// soon after it outgrew the raw buffer instead of going out for ever.
 #[test]
 fn an_endless_bad_line_stops_the_stream() {
-    let mut stream = common::sse(&[RUN_STARTED]);
+    let mut stream = support::sse(&[RUN_STARTED]);
     stream.extend_from_slice(b"data: {\"type\":tru");
     stream.extend(std::iter::repeat_n(b'e', 10 << 20));
     let (mut frames, mut raw) = (vec![0u8; 1 << 16], vec![0u8; 1 << 16]);
@@ -975,12 +959,15 @@ fn a_block_streamed_in_pieces_is_re_lined_as_a_whole() {
         "x".repeat(100),
         "z".repeat(40)
     );
-    let mut stream = common::sse(&[RUN_STARTED.to_string(), common::start("m")]);
+    let mut stream = support::sse(&[RUN_STARTED.to_string(), support::start("m")]);
     stream.extend_from_slice(block.as_bytes());
     // A block without data.
     let comment = format!(": {}data\n: {}\n\n", "x".repeat(600), "z".repeat(40));
     stream.extend_from_slice(comment.as_bytes());
-    stream.extend_from_slice(&common::sse(&[common::end("m"), RUN_FINISHED.to_string()]));
+    stream.extend_from_slice(&support::sse(&[
+        support::end("m"),
+        RUN_FINISHED.to_string(),
+    ]));
     let (whole, _) = rewrite(&stream, Config::new(), Options::new(), stream.len());
     let text = String::from_utf8_lossy(&whole);
     assert!(text.contains("xdata\ndata:\n: z"), "{text}");
@@ -1007,7 +994,7 @@ fn a_block_streamed_in_pieces_is_re_lined_as_a_whole() {
 /// (found by the fuzzer: through small buffers it had gone out already).
 #[test]
 fn an_unfinished_block_without_data_is_forwarded_at_the_end() {
-    let mut stream = common::sse(&[RUN_STARTED, RUN_FINISHED]);
+    let mut stream = support::sse(&[RUN_STARTED, RUN_FINISHED]);
     stream.extend_from_slice(b": a comment longer than the buffers");
     stream.extend_from_slice(&[b'x'; 600]);
     for repair in [true, false] {
@@ -1032,7 +1019,7 @@ fn blocks_streamed_one_after_another_come_out_once() {
     for i in 0..3 {
         stream.extend_from_slice(format!(": {i} {}\n\n", "y".repeat(700)).as_bytes());
     }
-    stream.extend_from_slice(&common::sse(&[RUN_STARTED, RUN_FINISHED]));
+    stream.extend_from_slice(&support::sse(&[RUN_STARTED, RUN_FINISHED]));
     for piece in [73, 100, 701] {
         let (out, stats) = rewrite_small(&stream, Options::new(), piece);
         assert!(out == stream, "{piece}-byte pushes");

@@ -9,76 +9,11 @@
 //! * Frames, blocks without data and ignored frames account for every
 //!   input byte but a BOM, blank lines and the LF of a CRLF.
 
-mod common;
+mod support;
 
-use std::fmt;
-use std::ops::ControlFlow;
+use support::record::{Heard, Recorder};
 
-use agui_stream::{
-    Config, Dialect, Error, Event, FrameInfo, Pipeline, Policy, Sink, Skipped, Summary, encode,
-    legacy::Minting,
-};
-
-/// What a sink heard, in order.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Heard {
-    Event(Vec<u8>, FrameInfo),
-    Violation(Error, FrameInfo, String),
-    Skipped(Skipped),
-}
-
-impl Heard {
-    /// The input bytes it is about, and the frame index if it is a frame.
-    fn range(&self) -> (u64, u64, Option<u64>) {
-        match self {
-            Heard::Event(_, f)
-            | Heard::Violation(_, f, _)
-            | Heard::Skipped(Skipped::Ignored(f) | Skipped::Absorbed(f)) => {
-                (f.start, f.end, Some(f.index))
-            }
-            Heard::Skipped(Skipped::NoData { start, end }) => (*start, *end, None),
-            Heard::Skipped(other) => panic!("unexpected {other:?}"),
-        }
-    }
-}
-
-/// Records everything; with `push_back`, says `Break` every time.
-struct Recorder {
-    heard: Vec<Heard>,
-    push_back: bool,
-}
-
-impl Recorder {
-    fn hear(&mut self, heard: Heard) -> ControlFlow<()> {
-        self.heard.push(heard);
-        if self.push_back {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
-    }
-}
-
-impl Sink for Recorder {
-    fn event(&mut self, event: &Event<'_>, frame: &FrameInfo) -> ControlFlow<()> {
-        let mut json = Vec::new();
-        encode(event, &mut json).expect("a Vec never fills");
-        self.hear(Heard::Event(json, *frame))
-    }
-
-    fn violation(
-        &mut self,
-        error: &Error,
-        frame: &FrameInfo,
-        message: &dyn fmt::Display,
-    ) -> ControlFlow<()> {
-        self.hear(Heard::Violation(*error, *frame, message.to_string()))
-    }
-
-    fn skipped(&mut self, skipped: &Skipped) -> ControlFlow<()> {
-        self.hear(Heard::Skipped(*skipped))
-    }
-}
+use agui_stream::{Config, Dialect, Error, Pipeline, Policy, Skipped, Summary, legacy::Minting};
 
 type Run = (Vec<Heard>, Result<Summary, Error>);
 
@@ -88,8 +23,8 @@ fn run(stream: &[u8], config: Config, piece: usize, push_back: bool) -> Run {
     let mut buf = vec![0u8; 1 << 16];
     let mut p = Pipeline::new(&mut buf, config);
     let mut sink = Recorder {
-        heard: Vec::new(),
         push_back,
+        ..Recorder::new()
     };
     let mut result = Ok(());
     'pieces: for piece in stream.chunks(piece) {
@@ -130,12 +65,12 @@ fn run(stream: &[u8], config: Config, piece: usize, push_back: bool) -> Run {
 
 fn streams() -> Vec<(String, Vec<u8>)> {
     let mut streams = Vec::new();
-    let extra = common::manifest_in(&common::extra_dir());
-    for case in common::manifest().into_iter().chain(extra) {
+    let extra = support::manifest_in(&support::extra_dir());
+    for case in support::manifest().into_iter().chain(extra) {
         streams.push((case.name.clone(), case.stream()));
     }
-    for path in common::sse_files(&common::real_dir()) {
-        streams.push((path.display().to_string(), common::read(&path)));
+    for path in support::sse_files(&support::real_dir()) {
+        streams.push((path.display().to_string(), support::read(&path)));
     }
     streams
 }

@@ -6,14 +6,14 @@
 //! messages record are remembered as forgotten ones, so a later ownership
 //! check that would need one is `Capacity::Owners`, never a guess.
 
-mod common;
+mod support;
 
-use common::stand_ins::same_but_stand_ins;
-use common::{RUN_FINISHED, RUN_STARTED, sse};
+use support::record::Recorder;
+use support::stand_ins::same_but_stand_ins;
+use support::{RUN_FINISHED, RUN_STARTED, sse};
 
 use agui_stream::{
-    Capacity, Config, Dialect, Error, ErrorKind, Event, EventType, FrameInfo, Key, Pipeline,
-    StandIns, encode,
+    Capacity, Config, Dialect, Error, ErrorKind, EventType, Key, Pipeline, StandIns,
 };
 
 /// Events (type, encoded, stand-ins) and the verdict with its message.
@@ -25,17 +25,17 @@ type Run = (
 fn run(stream: &[u8], dialect: Dialect, buffer: usize, piece: usize) -> Run {
     let mut buf = vec![0u8; buffer];
     let mut p = Pipeline::new(&mut buf, Config::new().dialect(dialect));
-    let mut events = Vec::new();
-    let mut sink = |ev: &Event<'_>, f: &FrameInfo| {
-        let mut json = Vec::new();
-        encode(ev, &mut json).expect("a Vec never fills");
-        events.push((ev.event_type(), json, f.stand_ins));
-    };
+    let mut sink = Recorder::new();
     let verdict = stream
         .chunks(piece)
         .try_for_each(|piece| p.push(piece, &mut sink).map(drop))
         .and_then(|_| p.finish(&mut sink).map(|_| ()));
     let verdict = verdict.map_err(|e| (e, p.message(&e).to_string()));
+    let events = sink
+        .into_events()
+        .into_iter()
+        .map(|(ty, json, f)| (ty, json, f.stand_ins))
+        .collect();
     (events, verdict)
 }
 

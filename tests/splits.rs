@@ -14,7 +14,7 @@
 //! The framer and the decoder do not depend on the dialect, so two-piece
 //! splits run in V1 only; V0 gets the fixed piece sizes.
 
-mod common;
+mod support;
 
 use std::collections::BTreeSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use agui_stream::Dialect;
-use common::{RawOutput, dialect_name, run_pieces, run_raw};
+use support::{RawOutput, dialect_name, run_pieces, run_raw};
 
 /// Streams up to this length are split at every position.
 const FULL_SPLITS_MAX: usize = 4096;
@@ -48,18 +48,18 @@ struct Stream {
 }
 
 fn load(dir: &Path, prefix: &str) -> Vec<Stream> {
-    common::sse_files(dir)
+    support::sse_files(dir)
         .into_iter()
         .map(|p| Stream {
             name: format!("{prefix}/{}", p.file_name().unwrap().to_string_lossy()),
-            bytes: common::read(&p),
+            bytes: support::read(&p),
         })
         .collect()
 }
 
 fn streams() -> Vec<Stream> {
-    let mut all = load(&common::conformance_dir(), "conformance");
-    let real = load(&common::real_dir(), "real");
+    let mut all = load(&support::conformance_dir(), "conformance");
+    let real = load(&support::real_dir(), "real");
     assert!(all.len() >= 200, "conformance corpus missing or incomplete");
     assert_eq!(real.len(), 3, "real captures missing");
     all.extend(real);

@@ -5,9 +5,9 @@
 //! inside the arguments must be the one-shot validator's on the whole
 //! arguments, however the deltas split them.
 
-mod common;
+mod support;
 
-use common::{RUN_FINISHED, RUN_STARTED, sse};
+use support::{RUN_FINISHED, RUN_STARTED, sse};
 
 use agui_stream::json::{JsonErrorKind, Limits, validate};
 use agui_stream::{

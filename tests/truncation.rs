@@ -19,7 +19,7 @@
 //! 4 KiB, 64 KiB and 16 MiB buffers (and frame and raw buffers of unlike
 //! sizes) in 1-, 7- and 1460-byte pushes.
 
-mod common;
+mod support;
 
 use agui_stream::rewrite::{Options, Rewriter, Stats};
 use agui_stream::{Config, Error, Event, FrameInfo, Pipeline, Summary, legacy::Minting};
@@ -208,7 +208,7 @@ fn run_ending_with(before_last: &[String], last: &str) -> Vec<u8> {
     ];
     events.extend(before_last.iter().cloned());
     events.push(last.to_string());
-    common::sse(&events)
+    support::sse(&events)
 }
 
 /// Where `needle` starts in `stream` (the last time it does).
@@ -479,7 +479,7 @@ fn a_block_cut_at_a_line_end_is_not_read_as_an_event() {
         (first(false), format!("data:{spaces}"), true),
     ];
     for (first, next, truncated) in cases {
-        let mut stream = common::sse(&[
+        let mut stream = support::sse(&[
             r#"{"type":"RUN_STARTED","threadId":"t1","runId":"r1"}"#,
             r#"{"type":"TEXT_MESSAGE_START","messageId":"m1","role":"assistant"}"#,
         ]);

@@ -11,7 +11,8 @@
 //! read from `AGUI_WASM_MODULE` (`.ci/run` points it at the `wasm-opt -Oz`
 //! output, the module as shipped).
 
-mod common;
+mod support;
+use support as common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -41,7 +41,7 @@ use libfuzzer_sys::fuzz_target;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-#[path = "../../tests/common/stand_ins.rs"]
+#[path = "../../tests/support/stand_ins.rs"]
 mod stand_ins;
 use stand_ins::same_but_stand_ins;
 

@@ -20,7 +20,7 @@ use agui_stream::{
 use libfuzzer_sys::fuzz_target;
 use std::ops::ControlFlow;
 
-#[path = "../../tests/common/stand_ins.rs"]
+#[path = "../../tests/support/stand_ins.rs"]
 mod stand_ins;
 use stand_ins::same_but_stand_ins;
 

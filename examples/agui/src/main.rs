@@ -51,7 +51,7 @@
 //! bytes there.
 
 // The oracle's canonical form, shared with the tests.
-#[path = "../../../tests/common/canon.rs"]
+#[path = "../../../tests/support/canon.rs"]
 mod canon;
 // The options every gateway front end shares.
 #[path = "../../shared/frontend.rs"]

@@ -1,6 +1,11 @@
 //! Helpers shared by the integration tests: the corpus, a driver that runs
 //! the library pipeline the way the `agui check` tool does, and a reader for
 //! the oracle's stored answers (`NAME.expected`, `NAME.expected-0.0.59`).
+//! Beside it: [`canon`] (the oracle's canonical JSON, which the `agui`
+//! example includes too), [`record`] (the one recording `Sink` and the
+//! runs built on it), [`hostile`] (the hostile streams, named, for other
+//! hosts) and [`stand_ins`] (spilled events compared with whole ones, which
+//! the fuzz targets include too).
 //!
 //! The corpus under `tests/corpus/` is a copy of `../shared/corpus` made by
 //! `scripts/refresh-corpus.sh`; the tests never read `../shared`.
@@ -12,12 +17,11 @@ use std::cell::RefCell;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use agui_stream::{
-    Config, Dialect, Error, Event, FrameInfo, Pipeline, Summary, encode, legacy::Minting,
-};
+use agui_stream::{Config, Dialect, Error, FrameInfo, Pipeline, Summary, legacy::Minting};
 
 pub mod canon;
 pub mod hostile;
+pub mod record;
 pub mod stand_ins;
 
 /// The pipeline's frame buffer: larger than any corpus frame.
@@ -344,15 +348,7 @@ where
         .dialect(dialect)
         .minting(Minting::Deterministic);
     let mut pipeline = Pipeline::new(buffer, config);
-    let mut events = Vec::new();
-    let mut sink = |ev: &Event<'_>, frame: &FrameInfo| {
-        let mut out = Vec::new();
-        if encode(ev, &mut out).is_err() {
-            // A Vec never fills: record the failure so the comparison shows it.
-            out = b"<encode failed>".to_vec();
-        }
-        events.push((out, *frame));
-    };
+    let mut sink = record::Recorder::new();
     let mut result = Ok(());
     for piece in pieces {
         // A sink that never pushes back has every byte read.
@@ -364,6 +360,11 @@ where
         }
     }
     let result = result.and_then(|_| pipeline.finish(&mut sink));
+    let events = sink
+        .into_events()
+        .into_iter()
+        .map(|(_, json, frame)| (json, frame))
+        .collect();
     RawOutput { events, result }
 }
 
