@@ -36,7 +36,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agui_stream::rewrite::{self, Rewriter};
-use agui_stream::{Config, legacy::Minting};
+use agui_stream::{Config, Minting};
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;

@@ -75,21 +75,22 @@ pub use output::rewrite;
 
 pub use capacity::Capacity;
 pub use check::decode::{DecodeError, decode};
+pub use check::legacy::Minting;
 pub use check::schema::{ExpectedKind, SchemaError, SchemaProblem};
 pub use check::spilled::StandIns;
 pub use output::encode::{
-    BufferFull, FmtWriter, SliceWriter, Write, encode, encode_to_slice, write_str,
+    BufferFull, FmtWriter, SliceWriter, Write, encode, encode_str, encode_to_slice,
 };
 pub use pipeline::error::{Error, ErrorKind, Stage};
 pub use pipeline::{
-    Config, DEFAULT_ID_BYTES, DEFAULT_OPEN_IDS, DEFAULT_OWNERS, FrameInfo, LANE_BYTES, LANES,
-    OpenCounts, Pipeline, Policy, Sink, Skipped, Summary,
+    Config, DEFAULT_ID_BYTES, DEFAULT_OPEN_IDS, DEFAULT_OWNERS, FrameInfo, OpenCounts, Pipeline,
+    Policy, Sink, Skipped, Summary,
 };
 pub use protocol::dialect::{Dialect, UnknownName};
 pub use protocol::event_type::{EventType, Key, Member};
 pub use protocol::schema::SchemaObject;
 pub use view::event::Event;
-pub use view::string::{BufferTooSmall, Chars, JsonStr, Unescaped};
+pub use view::string::{BufferTooSmall, CodePoints, JsonStr, Unescaped};
 
 /// The README's example, compiled and run as a doctest.
 #[cfg(doctest)]

@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use support::record::{Outcome, run_sized};
 use support::{RUN_FINISHED, RUN_STARTED, end, sse, start};
 
-use agui_stream::json::{self, DEFAULT_MAX_DEPTH, JsonErrorKind, Limits, MAX_DEPTH};
+use agui_stream::json::{self, DEFAULT_MAX_DEPTH, ErrorKind as JsonErrorKind, Limits, MAX_DEPTH};
 use agui_stream::{
     Capacity, Config, DecodeError, Dialect, Error, ErrorKind, Event, EventType, FrameInfo,
     Pipeline, Policy, SchemaProblem, Stage, decode, encode, verify::RunPhase,
@@ -526,7 +526,7 @@ fn ten_megabyte_frame_through_a_small_buffer_is_checked_as_it_streams() {
     let (e, message) = first_error(&stream, BUFFER, PIECE);
     assert_eq!(
         e.kind,
-        ErrorKind::Json(json::JsonError {
+        ErrorKind::Json(json::Error {
             kind: JsonErrorKind::ControlCharacter,
             offset: at as u32
         })
@@ -987,7 +987,7 @@ fn every_surrogate_pair_decodes_to_its_code_point() {
                 format!(r"\u{hi:04X}\u{lo:04X}"),
             ] {
                 let s = agui_stream::JsonStr::from_escaped(raw.as_bytes());
-                let got: Vec<u32> = s.chars().collect();
+                let got: Vec<u32> = s.code_points().collect();
                 if got != [u32::from(want)] {
                     wrong.push((raw, got, want));
                 }

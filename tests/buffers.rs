@@ -116,7 +116,7 @@ fn an_escaped_astral_character_is_the_same_error_in_any_buffer() {
         let (_, whole) = run(&stream, dialect, 1 << 16, 1 << 16);
         let (whole, whole_message) = whole.unwrap_err();
         assert!(
-            matches!(whole.kind, ErrorKind::Json(e) if e.kind == agui_stream::json::JsonErrorKind::BadEscape),
+            matches!(whole.kind, ErrorKind::Json(e) if e.kind == agui_stream::json::ErrorKind::BadEscape),
             "{whole:?}"
         );
         assert!(

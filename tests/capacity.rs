@@ -224,14 +224,15 @@ fn id_bytes_at_and_over_capacity() {
         run_small(&step(&id(129))).err().kind,
         ErrorKind::Capacity(Capacity::IdBytes { capacity: 128 })
     );
-    // A chunk lane holds its id as JSON, quotes included, in LANE_BYTES.
+    // A chunk lane holds its id as JSON, quotes included, in the lanes'
+    // 224 bytes (docs/capacities.md).
     let chunk = |n: usize| {
         with_run(vec![format!(
             r#"{{"type":"TEXT_MESSAGE_CHUNK","messageId":"{}","delta":"x"}}"#,
             id(n)
         )])
     };
-    let lane = agui_stream::LANE_BYTES;
+    let lane = 224;
     let out = run_sized::<4, 6, 1024>(&chunk(lane - 2), Config::new(), 1 << 16, 0);
     assert_eq!(out.ok().events, 5);
     let e = run_sized::<4, 6, 1024>(&chunk(lane - 1), Config::new(), 1 << 16, 0).err();

@@ -133,7 +133,7 @@ fn corpus_is_complete() {
 /// callers grep for: ours must be the same words, ids included.
 #[test]
 fn verify_chunk_and_json_messages_match_the_reference_word_for_word() {
-    use agui_stream::{Config, Event, FrameInfo, Pipeline, Stage, legacy::Minting};
+    use agui_stream::{Config, Event, FrameInfo, Minting, Pipeline, Stage};
     let mut cases = manifest();
     cases.extend(manifest_in(&extra_dir()));
     let mut checked = 0;

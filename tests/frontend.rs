@@ -8,7 +8,7 @@
 mod frontend;
 
 use agui_stream::Dialect;
-use agui_stream::legacy::Minting;
+use agui_stream::Minting;
 use agui_stream::rewrite::{OnViolation, Rewriter, Stats};
 use frontend::{ConfigError, Gateway};
 

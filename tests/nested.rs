@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use agui_stream::rewrite::{Options, Rewriter};
-use agui_stream::{Config, Dialect, legacy::Minting};
+use agui_stream::{Config, Dialect, Minting};
 use support::stand_ins::{Run, run, same_but_stand_ins};
 
 const WHOLE: usize = 16 << 20;

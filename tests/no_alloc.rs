@@ -13,8 +13,7 @@ use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agui_stream::{
-    Config, Dialect, Error, Event, FrameInfo, Pipeline, Policy, Sink, SliceWriter, encode,
-    legacy::Minting,
+    Config, Dialect, Error, Event, FrameInfo, Minting, Pipeline, Policy, Sink, SliceWriter, encode,
 };
 
 struct Counting;

@@ -63,7 +63,7 @@ fn streams() -> Vec<(String, Vec<u8>)> {
 fn config(dialect: Dialect) -> Config {
     Config::new()
         .dialect(dialect)
-        .minting(agui_stream::legacy::Minting::Deterministic)
+        .minting(agui_stream::Minting::Deterministic)
 }
 
 const RUN_STARTED: &str = support::RUN_STARTED;

@@ -27,7 +27,7 @@ use support::{RUN_FINISHED, RUN_STARTED, end, sse, start};
 
 use agui_stream::normalize::{ChunkError, LaneKind};
 use agui_stream::verify::{Entity, Rule};
-use agui_stream::{Capacity, Config, Dialect, ErrorKind, EventType, Key, Stage, legacy::Minting};
+use agui_stream::{Capacity, Config, Dialect, ErrorKind, EventType, Key, Minting, Stage};
 
 /// Variants no input can reach, with the reason.
 const UNREACHABLE: &[(&str, &str, &str)] = &[

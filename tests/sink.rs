@@ -13,7 +13,7 @@ mod support;
 
 use support::record::{Heard, Recorder};
 
-use agui_stream::{Config, Dialect, Error, Pipeline, Policy, Skipped, Summary, legacy::Minting};
+use agui_stream::{Config, Dialect, Error, Minting, Pipeline, Policy, Skipped, Summary};
 
 type Run = (Vec<Heard>, Result<Summary, Error>);
 

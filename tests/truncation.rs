@@ -22,7 +22,7 @@
 mod support;
 
 use agui_stream::rewrite::{Options, Rewriter, Stats};
-use agui_stream::{Config, Error, Event, FrameInfo, Pipeline, Summary, legacy::Minting};
+use agui_stream::{Config, Error, Event, FrameInfo, Minting, Pipeline, Summary};
 
 /// The frame and raw buffers: alike, as `agui gateway --buffer N` has
 /// them, and unlike (a frame that spills but whose block the raw buffer

@@ -17,7 +17,7 @@ use support as common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use agui_stream::legacy::Minting;
+use agui_stream::Minting;
 use agui_stream::rewrite::{OnViolation, Options, RewriteError, Rewriter};
 use agui_stream::{Config, Dialect};
 use wasmi::{Engine, Linker, Memory, Module, Store, TypedFunc};

@@ -39,7 +39,7 @@
 
 use core::fmt;
 
-use agui_stream::legacy::Minting;
+use agui_stream::Minting;
 use agui_stream::rewrite::{self, OnViolation, RewriteError, Rewriter, Stats};
 use agui_stream::{Config, Dialect, UnknownName};
 use serde::Deserialize;

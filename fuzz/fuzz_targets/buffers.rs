@@ -35,7 +35,7 @@
 use agui_stream::rewrite::{Options, Rewriter, Stats};
 use agui_stream::{
     Capacity, Config, Dialect, Error, ErrorKind, Event, FrameInfo, Pipeline, Policy, Sink, Summary,
-    encode, legacy::Minting,
+    encode, Minting,
 };
 use libfuzzer_sys::fuzz_target;
 use std::ops::ControlFlow;

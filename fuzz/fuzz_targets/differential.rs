@@ -6,7 +6,7 @@
 //! members (last duplicate wins), elements.
 #![no_main]
 
-use agui_stream::json::{JsonErrorKind, JsonKind, Limits, RawJson, validate};
+use agui_stream::json::{ErrorKind as JsonErrorKind, JsonKind, Limits, RawJson, validate};
 use libfuzzer_sys::fuzz_target;
 use serde::de::IgnoredAny;
 use serde_json::Value;

@@ -35,7 +35,7 @@ fuzz_target!(|input: &[u8]| {
     if serde_json::from_slice::<serde::de::IgnoredAny>(text).is_ok() {
         assert!(
             got.is_ok()
-                || matches!(got, Err(e) if matches!(e.kind, agui_stream::json::JsonErrorKind::TooDeep { .. }))
+                || matches!(got, Err(e) if matches!(e.kind, agui_stream::json::ErrorKind::TooDeep { .. }))
         );
     }
 });

@@ -15,7 +15,7 @@
 
 use agui_stream::{
     Config, Dialect, Error, Event, FrameInfo, Pipeline, Policy, Sink, Summary, encode,
-    legacy::Minting,
+    Minting,
 };
 use libfuzzer_sys::fuzz_target;
 use std::ops::ControlFlow;

@@ -4,7 +4,7 @@ use core::fmt;
 
 use crate::capacity::{Capacity, saturate};
 use crate::check::schema::{self, Fault, SchemaError, SchemaProblem, Site, Verdict};
-use crate::input::json::{self, JsonError, Limits};
+use crate::input::json::{self, Error as JsonError, Limits};
 use crate::protocol::dialect::Dialect;
 use crate::protocol::event_type::{EventType, Key, Member};
 use crate::protocol::schema::{Presence, SchemaObject, event_fields};

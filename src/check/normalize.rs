@@ -236,7 +236,7 @@ const DETAIL_BYTES: usize = 96;
 
 /// Either the normalizer's own error or the downstream consumer's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stop<E> {
+pub enum ProcessError<E> {
     /// The chunk could not be normalized.
     Chunk(ChunkError),
     /// The consumer of the output refused an event.
@@ -299,7 +299,7 @@ impl<const LANES: usize, const LANE_BYTES: usize> Normalizer<LANES, LANE_BYTES> 
         &mut self,
         i: usize,
         emit: &mut impl FnMut(&Event<'_>) -> Result<(), E>,
-    ) -> Result<(), Stop<E>> {
+    ) -> Result<(), ProcessError<E>> {
         let Some(lane) = self.lanes.get(i).copied() else {
             return Ok(());
         };
@@ -308,7 +308,7 @@ impl<const LANES: usize, const LANE_BYTES: usize> Normalizer<LANES, LANE_BYTES> 
         let mut end = Event::empty(ty, self.dialect, None);
         end.set(lane.kind.id_key(), lane.json(&self.pool, Part::Id));
         end.set(Key::SubagentRunId, lane.json(&self.pool, Part::Owner));
-        let emitted = emit(&end).map_err(Stop::Downstream);
+        let emitted = emit(&end).map_err(ProcessError::Downstream);
         self.release(lane.block());
         emitted
     }
@@ -325,7 +325,7 @@ impl<const LANES: usize, const LANE_BYTES: usize> Normalizer<LANES, LANE_BYTES> 
         &mut self,
         owner: Option<JsonStr<'_>>,
         emit: &mut impl FnMut(&Event<'_>) -> Result<(), E>,
-    ) -> Result<(), Stop<E>> {
+    ) -> Result<(), ProcessError<E>> {
         match self.lane(owner) {
             Some(i) => self.close(i, emit),
             None => Ok(()),
@@ -336,7 +336,7 @@ impl<const LANES: usize, const LANE_BYTES: usize> Normalizer<LANES, LANE_BYTES> 
     fn close_all<E>(
         &mut self,
         emit: &mut impl FnMut(&Event<'_>) -> Result<(), E>,
-    ) -> Result<(), Stop<E>> {
+    ) -> Result<(), ProcessError<E>> {
         while !self.lanes.is_empty() {
             self.close(0, emit)?;
         }
@@ -348,13 +348,13 @@ impl<const LANES: usize, const LANE_BYTES: usize> Normalizer<LANES, LANE_BYTES> 
     ///
     /// # Errors
     ///
-    /// [`Stop::Chunk`] for a chunk that cannot be normalized (nothing is
-    /// changed), [`Stop::Downstream`] with the first error `emit` returns.
+    /// [`ProcessError::Chunk`] for a chunk that cannot be normalized (nothing is
+    /// changed), [`ProcessError::Downstream`] with the first error `emit` returns.
     pub fn process<E>(
         &mut self,
         event: &Event<'_>,
         mut emit: impl FnMut(&Event<'_>) -> Result<(), E>,
-    ) -> Result<(), Stop<E>> {
+    ) -> Result<(), ProcessError<E>> {
         use EventType as T;
         let emit = &mut emit;
         match event.event_type() {
@@ -392,7 +392,7 @@ impl<const LANES: usize, const LANE_BYTES: usize> Normalizer<LANES, LANE_BYTES> 
                 }
             }
         }
-        emit(event).map_err(Stop::Downstream)
+        emit(event).map_err(ProcessError::Downstream)
     }
 
     /// The lane a chunk belongs to (the reference's `resolveLane`), as
@@ -467,31 +467,31 @@ impl<const LANES: usize, const LANE_BYTES: usize> Normalizer<LANES, LANE_BYTES> 
         kind: LaneKind,
         chunk: &Event<'_>,
         emit: &mut impl FnMut(&Event<'_>) -> Result<(), E>,
-    ) -> Result<(), Stop<E>> {
+    ) -> Result<(), ProcessError<E>> {
         let v1 = self.dialect == Dialect::V1;
         let id = chunk.str(kind.id_key());
         let tag = chunk.subagent_run_id();
-        let resolved = self.resolve(kind, id, tag).map_err(Stop::Chunk)?;
+        let resolved = self.resolve(kind, id, tag).map_err(ProcessError::Chunk)?;
         let at = self.lane(self.owner_text(resolved, tag));
         let continues = at.and_then(|i| self.lanes.get(i)).is_some_and(|l| {
             l.kind == kind && id.is_none_or(|id| l.text(&self.pool, Part::Id) == Some(id))
         });
         let lane_index = if continues {
             if v1 {
-                self.agree(at, chunk).map_err(Stop::Chunk)?;
+                self.agree(at, chunk).map_err(ProcessError::Chunk)?;
             }
             at
         } else {
             // Everything that can fail is checked before the previous lane's
             // END goes out: the reference emits nothing for a failing chunk.
             let Some(id) = id else {
-                return Err(Stop::Chunk(ChunkError::MissingId(kind)));
+                return Err(ProcessError::Chunk(ChunkError::MissingId(kind)));
             };
             let name = match kind {
                 LaneKind::Text => chunk.name(),
                 LaneKind::Tool => match chunk.tool_call_name() {
                     Some(n) => Some(n),
-                    None => return Err(Stop::Chunk(ChunkError::MissingToolCallName)),
+                    None => return Err(ProcessError::Chunk(ChunkError::MissingToolCallName)),
                 },
                 LaneKind::Reasoning => None,
             };
@@ -501,7 +501,7 @@ impl<const LANES: usize, const LANE_BYTES: usize> Normalizer<LANES, LANE_BYTES> 
                 .and_then(|i| u8::try_from(i).ok())
                 .unwrap_or(ASSISTANT);
             if at.is_none() && self.lanes.is_full() {
-                return Err(Stop::Chunk(ChunkError::Capacity(Capacity::Lanes)));
+                return Err(ProcessError::Chunk(ChunkError::Capacity(Capacity::Lanes)));
             }
             // The new lane's strings, quoted, in block order. A lane keyed
             // by this owner is closed first (its bytes come back), so its
@@ -553,12 +553,12 @@ impl<const LANES: usize, const LANE_BYTES: usize> Normalizer<LANES, LANE_BYTES> 
                 let full = Capacity::IdBytes {
                     capacity: saturate(LANE_BYTES),
                 };
-                return Err(Stop::Chunk(ChunkError::Capacity(full)));
+                return Err(ProcessError::Chunk(ChunkError::Capacity(full)));
             }
             if let Some(i) = at {
                 self.close(i, emit)?;
             }
-            let full = Stop::Chunk(ChunkError::Capacity(Capacity::IdBytes {
+            let full = ProcessError::Chunk(ChunkError::Capacity(Capacity::IdBytes {
                 capacity: saturate(LANE_BYTES),
             }));
             let block = self.pool.alloc(&parts).map_err(|_| full)?;
@@ -576,8 +576,8 @@ impl<const LANES: usize, const LANE_BYTES: usize> Normalizer<LANES, LANE_BYTES> 
             };
             self.lanes
                 .push(lane)
-                .map_err(|_| Stop::Chunk(ChunkError::Capacity(Capacity::Lanes)))?;
-            emit(&self.start(kind, chunk, role)).map_err(Stop::Downstream)?;
+                .map_err(|_| ProcessError::Chunk(ChunkError::Capacity(Capacity::Lanes)))?;
+            emit(&self.start(kind, chunk, role)).map_err(ProcessError::Downstream)?;
             self.lanes.len().checked_sub(1)
         };
         let Some(lane) = lane_index.and_then(|i| self.lanes.get(i)) else {
@@ -600,7 +600,7 @@ impl<const LANES: usize, const LANE_BYTES: usize> Normalizer<LANES, LANE_BYTES> 
         content.set(Key::Metadata, chunk.metadata());
         content.set(Key::Delta, Some(delta.unwrap_or(EMPTY_DELTA)));
         content.set(Key::RawEvent, raw_event);
-        emit(&content).map_err(Stop::Downstream)
+        emit(&content).map_err(ProcessError::Downstream)
     }
 
     /// V1: a continuation may repeat the opener's fields, but only with the
@@ -778,8 +778,8 @@ mod tests {
             });
             match r {
                 Ok(()) => {}
-                Err(Stop::Chunk(e)) => return Err(e),
-                Err(Stop::Downstream(())) => unreachable!(),
+                Err(ProcessError::Chunk(e)) => return Err(e),
+                Err(ProcessError::Downstream(())) => unreachable!(),
             }
         }
         Ok(out)

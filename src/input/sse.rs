@@ -127,7 +127,7 @@ const fn eol_bytes(w: u64) -> u64 {
 
 /// Capacity in bytes of the inline storage for `event` and `id` values; longer values are
 /// reported as [`FieldValue::TooLong`].
-pub const SSE_FIELD_CAPACITY: usize = 64;
+pub const FIELD_CAPACITY: usize = 64;
 
 /// The UTF-8 byte order mark, skipped once at the very start of a stream.
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
@@ -141,7 +141,7 @@ pub enum FieldValue<'a> {
     Absent,
     /// The field's value.
     Value(&'a [u8]),
-    /// The value was longer than [`SSE_FIELD_CAPACITY`] bytes and was not kept.
+    /// The value was longer than [`FIELD_CAPACITY`] bytes and was not kept.
     TooLong,
 }
 
@@ -359,7 +359,7 @@ enum Stored {
 }
 
 impl Stored {
-    fn field(self, buf: &[u8; SSE_FIELD_CAPACITY]) -> FieldValue<'_> {
+    fn field(self, buf: &[u8; FIELD_CAPACITY]) -> FieldValue<'_> {
         match self {
             Stored::Absent => FieldValue::Absent,
             Stored::Len(n) => FieldValue::Value(buf.get(..usize::from(n)).unwrap_or_default()),
@@ -368,7 +368,7 @@ impl Stored {
     }
 
     /// Appends `bytes` to the value held in `buf`.
-    fn append(self, buf: &mut [u8; SSE_FIELD_CAPACITY], bytes: &[u8]) -> Stored {
+    fn append(self, buf: &mut [u8; FIELD_CAPACITY], bytes: &[u8]) -> Stored {
         let Stored::Len(n) = self else { return self };
         let n = usize::from(n);
         let Some(end) = n.checked_add(bytes.len()) else {
@@ -512,9 +512,9 @@ pub struct Framer<'b, S = Refuse> {
     id_pending: Stored,
     id_nul: bool,
     id_in_b: bool,
-    event_buf: [u8; SSE_FIELD_CAPACITY],
-    id_a: [u8; SSE_FIELD_CAPACITY],
-    id_b: [u8; SSE_FIELD_CAPACITY],
+    event_buf: [u8; FIELD_CAPACITY],
+    id_a: [u8; FIELD_CAPACITY],
+    id_b: [u8; FIELD_CAPACITY],
 }
 
 impl<'b> Framer<'b> {
@@ -577,9 +577,9 @@ impl<'b, S: SpillSink> Framer<'b, S> {
             id_pending: Stored::Absent,
             id_nul: false,
             id_in_b: false,
-            event_buf: [0; SSE_FIELD_CAPACITY],
-            id_a: [0; SSE_FIELD_CAPACITY],
-            id_b: [0; SSE_FIELD_CAPACITY],
+            event_buf: [0; FIELD_CAPACITY],
+            id_a: [0; FIELD_CAPACITY],
+            id_b: [0; FIELD_CAPACITY],
         }
     }
 
@@ -1624,20 +1624,20 @@ mod tests {
     fn too_long_fields() {
         let mut s = Vec::new();
         s.extend_from_slice(b"event: ");
-        s.extend_from_slice(&[b'a'; SSE_FIELD_CAPACITY]);
+        s.extend_from_slice(&[b'a'; FIELD_CAPACITY]);
         s.extend_from_slice(b"\nid: ");
-        s.extend_from_slice(&[b'1'; SSE_FIELD_CAPACITY]);
+        s.extend_from_slice(&[b'1'; FIELD_CAPACITY]);
         s.extend_from_slice(b"\ndata: x\n\nevent: ");
-        s.extend_from_slice(&[b'b'; SSE_FIELD_CAPACITY + 1]);
+        s.extend_from_slice(&[b'b'; FIELD_CAPACITY + 1]);
         s.extend_from_slice(b"\nid: ");
-        s.extend_from_slice(&[b'2'; SSE_FIELD_CAPACITY + 1]);
+        s.extend_from_slice(&[b'2'; FIELD_CAPACITY + 1]);
         s.extend_from_slice(b"\ndata: y\n\nid: ");
-        s.extend_from_slice(&[b'3'; SSE_FIELD_CAPACITY + 1]);
+        s.extend_from_slice(&[b'3'; FIELD_CAPACITY + 1]);
         s.extend_from_slice(b"\0\ndata: z\n\n");
         let r = run1(&s);
         assert_eq!(payloads(&r), p(&[b"x", b"y", b"z"]));
-        assert_eq!(r[0].event, v(&[b'a'; SSE_FIELD_CAPACITY]));
-        assert_eq!(r[0].id, v(&[b'1'; SSE_FIELD_CAPACITY]));
+        assert_eq!(r[0].event, v(&[b'a'; FIELD_CAPACITY]));
+        assert_eq!(r[0].id, v(&[b'1'; FIELD_CAPACITY]));
         assert_eq!(
             (r[1].event.clone(), r[1].id.clone()),
             (F::TooLong, F::TooLong)
@@ -1767,7 +1767,7 @@ mod tests {
     /// end-of-stream dispatch of an unterminated block).
     fn reference(s: &[u8]) -> Vec<Rec> {
         let field = |v: &[u8]| {
-            if v.len() > SSE_FIELD_CAPACITY {
+            if v.len() > FIELD_CAPACITY {
                 F::TooLong
             } else {
                 F::V(v.to_vec())
@@ -2241,6 +2241,6 @@ mod tests {
     #[test]
     fn framer_is_small() {
         let size = core::mem::size_of::<Framer<'_>>();
-        assert!(size <= 200 + 3 * SSE_FIELD_CAPACITY, "{size}");
+        assert!(size <= 200 + 3 * FIELD_CAPACITY, "{size}");
     }
 }

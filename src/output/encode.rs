@@ -150,7 +150,7 @@ pub fn encode_to_slice(event: &Event<'_>, buf: &mut [u8]) -> Result<usize, Buffe
 fn write_node<W: Write + ?Sized>(node: Node<'_>, out: &mut W) -> Result<(), BufferFull> {
     match node {
         Node::Raw(v) => write_any(v, out),
-        Node::Known(s) => write_str(JsonStr::from_escaped(s.as_bytes()), out),
+        Node::Known(s) => encode_str(JsonStr::from_escaped(s.as_bytes()), out),
         Node::Object(o) => {
             let mut first = true;
             o.members(|name, value| write_member(core::mem::take(&mut first), name, value, out))?;
@@ -193,7 +193,7 @@ fn write_any<W: Write + ?Sized>(v: RawJson<'_>, out: &mut W) -> Result<(), Buffe
             Token::Open(b) | Token::Close(b) => out.write_bytes(&[b])?,
             Token::Comma => out.write_bytes(b",")?,
             Token::Colon => out.write_bytes(b":")?,
-            Token::Str(s) => write_str(s, out)?,
+            Token::Str(s) => encode_str(s, out)?,
             Token::Scalar(s) => out.write_bytes(s)?,
         }
     }
@@ -205,20 +205,20 @@ fn write_any<W: Write + ?Sized>(v: RawJson<'_>, out: &mut W) -> Result<(), Buffe
 /// # Errors
 ///
 /// [`BufferFull`] when `out` has no room left.
-pub fn write_str<W: Write + ?Sized>(s: JsonStr<'_>, out: &mut W) -> Result<(), BufferFull> {
+pub fn encode_str<W: Write + ?Sized>(s: JsonStr<'_>, out: &mut W) -> Result<(), BufferFull> {
     out.write_bytes(b"\"")?;
     write_text(s, out)?;
     out.write_bytes(b"\"")
 }
 
-/// [`write_str`] without the quotes.
+/// [`encode_str`] without the quotes.
 fn write_text<W: Write + ?Sized>(s: JsonStr<'_>, out: &mut W) -> Result<(), BufferFull> {
     if let Some(plain) = s.as_str() {
         // No escapes and valid UTF-8: a JSON string's raw bytes hold no quote
         // or control character, so they are already in JSON.stringify form.
         out.write_bytes(plain.as_bytes())?;
     } else {
-        for c in s.chars() {
+        for c in s.code_points() {
             write_char(c, out)?;
         }
     }

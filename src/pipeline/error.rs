@@ -9,7 +9,7 @@ use crate::check::decode::DecodeError;
 use crate::check::normalize::ChunkError;
 use crate::check::schema::SchemaError;
 use crate::check::verify::{Rule, VerifyError};
-use crate::input::json::{JsonError, JsonErrorKind, ScanError};
+use crate::input::json::{Error as JsonError, ErrorKind as JsonErrorKind, ScanError};
 use crate::input::sse;
 use crate::protocol::event_type::EventType;
 

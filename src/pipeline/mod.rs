@@ -8,7 +8,7 @@ pub(crate) mod error;
 
 use crate::check::decode::{DecodeError, decode};
 use crate::check::legacy::{Minting, Translator};
-use crate::check::normalize::{Normalizer, Stop};
+use crate::check::normalize::{Normalizer, ProcessError};
 use crate::check::spilled::{Ended, Ending, JsonState, StandIns};
 use crate::check::verify::Staged;
 use crate::check::verify::{Entity, RunPhase, Verifier, VerifyError};
@@ -31,10 +31,10 @@ pub const DEFAULT_OWNERS: usize = 32;
 /// run's subagent ids and the owner records (which take what is left).
 pub const DEFAULT_ID_BYTES: usize = 1152;
 /// Chunk lanes (the parent agent and subagents with a chunk stream open).
-pub const LANES: usize = 8;
+pub(crate) const LANES: usize = 8;
 /// Bytes of the chunk lanes' storage (each open lane's id, owner, name and
 /// parent, as JSON).
-pub const LANE_BYTES: usize = 224;
+pub(crate) const LANE_BYTES: usize = 224;
 
 /// What a pipeline does when the input breaks a rule.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -842,8 +842,8 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
             // Nothing came out: the frame is absorbed.
             Ok(()) if !heard => Ok(sink.skipped(&Skipped::Absorbed(info))),
             Ok(()) => Ok(flow),
-            Err(Stop::Downstream(e)) => Err(e),
-            Err(Stop::Chunk(c)) => {
+            Err(ProcessError::Downstream(e)) => Err(e),
+            Err(ProcessError::Chunk(c)) => {
                 let error = Error::from_chunk(c, frame.index, frame.start);
                 let message = self.normalizer.describe(c);
                 info.original = true;

@@ -219,8 +219,8 @@ impl<'a> Event<'a> {
         snapshot => Snapshot,
         /// `messages` (MESSAGES_SNAPSHOT): an array of messages.
         messages => Messages,
-        /// `event` (RAW): any JSON.
-        raw_payload => Event,
+        /// `event` (RAW): the event it wraps, any JSON.
+        wrapped_event => Event,
         /// `value` (CUSTOM): any JSON.
         value => Value,
     }

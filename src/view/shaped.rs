@@ -164,7 +164,9 @@ impl<'a> LegacyBinary<'a> {
         let mime = mime_type.as_str()?;
         let part_type = ["image", "audio", "video"]
             .into_iter()
-            .find(|t| starts_with(mime, t) && mime.chars().nth(t.len()) == Some(u32::from('/')))
+            .find(|t| {
+                starts_with(mime, t) && mime.code_points().nth(t.len()) == Some(u32::from('/'))
+            })
             .unwrap_or("document");
         let data = v.get("data").filter(|x| truthy(*x));
         let url = v.get("url").filter(|x| truthy(*x));
@@ -275,7 +277,7 @@ fn strict_eq(a: RawJson<'_>, b: RawJson<'_>) -> bool {
 }
 
 fn starts_with(s: JsonStr<'_>, prefix: &str) -> bool {
-    let mut chars = s.chars();
+    let mut chars = s.code_points();
     prefix.chars().all(|p| chars.next() == Some(u32::from(p)))
 }
 

@@ -62,8 +62,8 @@ impl<'a> JsonStr<'a> {
 
     /// Decodes the string: Unicode scalar values, lone surrogates as
     /// themselves, U+FFFD for invalid UTF-8.
-    pub fn chars(&self) -> Chars<'a> {
-        Chars {
+    pub fn code_points(&self) -> CodePoints<'a> {
+        CodePoints {
             raw: self.raw,
             pos: 0,
         }
@@ -77,13 +77,15 @@ impl<'a> JsonStr<'a> {
         if self.is_plain() {
             return false;
         }
-        self.chars().eq(s.chars().map(u32::from))
+        self.code_points().eq(s.chars().map(u32::from))
     }
 
     /// Length of the decoded text in UTF-16 code units (JavaScript's
     /// `string.length`).
     pub fn utf16_len(&self) -> usize {
-        self.chars().map(|c| if c > 0xFFFF { 2 } else { 1 }).sum()
+        self.code_points()
+            .map(|c| if c > 0xFFFF { 2 } else { 1 })
+            .sum()
     }
 
     /// Decodes into `buf` as WTF-8 (UTF-8 that can also hold lone surrogates)
@@ -107,7 +109,7 @@ impl<'a> JsonStr<'a> {
         let mut n = 0usize;
         let mut lone = false;
         let mut fits = true;
-        for c in self.chars() {
+        for c in self.code_points() {
             let mut tmp = [0u8; 4];
             let enc = encode_wtf8(c, &mut tmp);
             lone |= (0xD800..=0xDFFF).contains(&c);
@@ -237,7 +239,7 @@ impl JsonStr<'_> {
     #[cold]
     fn decoded_hash(&self) -> u32 {
         let mut hash = WordHash::default();
-        for c in self.chars() {
+        for c in self.code_points() {
             match u8::try_from(c) {
                 Ok(b) if b < 0x80 => hash.byte(b),
                 _ => {
@@ -304,7 +306,7 @@ impl PartialEq for JsonStr<'_> {
         if is_plain_ascii(self.raw) && is_plain_ascii(other.raw) {
             return false;
         }
-        self.chars().eq(other.chars())
+        self.code_points().eq(other.code_points())
     }
 }
 
@@ -313,7 +315,7 @@ impl Eq for JsonStr<'_> {}
 impl fmt::Debug for JsonStr<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("\"")?;
-        for c in self.chars() {
+        for c in self.code_points() {
             match char::from_u32(c) {
                 Some(ch) => write!(f, "{}", ch.escape_debug())?,
                 None => write!(f, "\\u{{{c:x}}}")?,
@@ -329,7 +331,7 @@ impl fmt::Display for JsonStr<'_> {
         if let Some(s) = self.as_str() {
             return f.write_str(s);
         }
-        for c in self.chars() {
+        for c in self.code_points() {
             let ch = char::from_u32(c).unwrap_or(char::REPLACEMENT_CHARACTER);
             fmt::Write::write_char(f, ch)?;
         }
@@ -351,9 +353,9 @@ impl serde::Serialize for JsonStr<'_> {
     }
 }
 
-/// Iterator over a [`JsonStr`]'s decoded code points; see [`JsonStr::chars`].
+/// Iterator over a [`JsonStr`]'s decoded code points (`u32`, because a JSON string may hold lone surrogates, which `char` cannot); see [`JsonStr::code_points`].
 #[derive(Clone, Debug)]
-pub struct Chars<'a> {
+pub struct CodePoints<'a> {
     raw: &'a [u8],
     pos: usize,
 }
@@ -366,7 +368,7 @@ fn hex4(b: &[u8]) -> Option<u32> {
     Some(v)
 }
 
-impl Iterator for Chars<'_> {
+impl Iterator for CodePoints<'_> {
     type Item = u32;
 
     fn next(&mut self) -> Option<u32> {
@@ -431,7 +433,7 @@ mod tests {
     use std::vec::Vec;
 
     fn chars(raw: &[u8]) -> Vec<u32> {
-        JsonStr::from_escaped(raw).chars().collect()
+        JsonStr::from_escaped(raw).code_points().collect()
     }
 
     #[test]

@@ -17,7 +17,7 @@ use std::cell::RefCell;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use agui_stream::{Config, Dialect, Error, FrameInfo, Pipeline, Summary, legacy::Minting};
+use agui_stream::{Config, Dialect, Error, FrameInfo, Minting, Pipeline, Summary};
 
 pub mod canon;
 pub mod hostile;

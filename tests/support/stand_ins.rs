@@ -88,7 +88,7 @@ pub type Run = (
 /// `stream` through a pipeline with a `buffer`-byte frame buffer in
 /// `push`-byte pushes (ids minted as the reference oracle mints them).
 pub fn run(stream: &[u8], dialect: agui_stream::Dialect, buffer: usize, push: usize) -> Run {
-    use agui_stream::{Config, Event, FrameInfo, Pipeline, encode, legacy::Minting};
+    use agui_stream::{Config, Event, FrameInfo, Minting, Pipeline, encode};
     let mut buf = vec![0u8; buffer];
     let config = Config::new()
         .dialect(dialect)

@@ -63,7 +63,7 @@ use std::process::ExitCode;
 
 use agui_stream::sse::Framer;
 use agui_stream::{
-    Dialect, Event, FrameInfo, Pipeline, encode, json::Limits, legacy::Minting, verify::Entity,
+    Dialect, Event, FrameInfo, Minting, Pipeline, encode, json::Limits, verify::Entity,
 };
 
 /// The exit statuses.

@@ -37,7 +37,7 @@ mod expected {
 struct Text;
 
 impl fmt::Write for Text {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
+    fn encode_str(&mut self, s: &str) -> fmt::Result {
         #[cfg(not(feature = "defmt"))]
         let h = hio::hstdout();
         #[cfg(feature = "defmt")]

@@ -2,7 +2,7 @@
 //! runs it on the Cortex-M4, `build.rs` runs it natively to write the
 //! values the device must reproduce.
 
-use agui_stream::legacy::Minting;
+use agui_stream::Minting;
 use agui_stream::rewrite::{Options, RewriteError, Rewriter};
 use agui_stream::verify::RunPhase;
 use agui_stream::{Config, Error, Event, EventType, FrameInfo, Pipeline, SliceWriter};

@@ -127,7 +127,7 @@ pub(crate) fn check(v: RawJson<'_>, shape: &Shape, site: Site) -> Check {
             None => wrong(site, ExpectedKind::String, v),
         },
         Shape::Pointer => match v.as_str() {
-            Some(s) if is_json_pointer(s.chars()) => keep,
+            Some(s) if is_json_pointer(s.code_points()) => keep,
             Some(_) => fail(site, SchemaProblem::BadPointer),
             None => wrong(site, ExpectedKind::String, v),
         },

@@ -23,7 +23,7 @@ use stand_ins::allowed;
 use utf16::Utf16Count;
 
 use crate::check::verify::Staged;
-use crate::input::json::{JsonErrorKind, Limits, ScanError, Scanner, V8Message};
+use crate::input::json::{ErrorKind as JsonErrorKind, Limits, ScanError, Scanner, V8Message};
 use crate::input::sse::SpillSink;
 use crate::protocol::dialect::Dialect;
 

@@ -11,7 +11,9 @@
 //! [`VerifyError::Capacity`], never a wrong verdict.
 
 use crate::capacity::{Capacity, saturate};
-use crate::input::json::{JsonError, JsonErrorKind, Limits, ScanError, Scanner};
+use crate::input::json::{
+    Error as JsonError, ErrorKind as JsonErrorKind, Limits, ScanError, Scanner,
+};
 use crate::protocol::dialect::Dialect;
 use crate::protocol::event_type::{EventType, Key};
 use crate::store::{Entry, Full, IdTable, Kept, Pool, Span};
@@ -281,7 +283,7 @@ const CLOSE_ORDER: [(Entity, EventType, Key); 5] = [
 ];
 
 /// Tool calls whose arguments can be checked at once.
-pub const ARGS_CHECKED: usize = 8;
+pub(crate) const ARGS_CHECKED: usize = 8;
 
 /// How deep a tool call's arguments may nest.
 const ARGS_DEPTH: usize = 64;
@@ -441,12 +443,6 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                 owner: None,
             });
         owned.chain(thinking_ends)
-    }
-
-    /// Owner records kept exactly right now (the rest of the run's are
-    /// forgotten).
-    pub fn owner_records(&self) -> usize {
-        self.owners.len()
     }
 
     /// Bytes of id storage in use (open ids, subagent ids, owner records).
@@ -1227,7 +1223,7 @@ fn feed_text(scan: &mut Scanner<1>, s: JsonStr<'_>) -> Result<(), ScanError> {
     }
     let mut buf = [0u8; 64];
     let mut n = 0usize;
-    for c in s.chars() {
+    for c in s.code_points() {
         let mut tmp = [0u8; 4];
         let bytes = crate::view::string::encode_wtf8(c, &mut tmp);
         if n.saturating_add(bytes.len()) > buf.len() {

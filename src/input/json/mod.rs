@@ -41,34 +41,34 @@ pub const DEFAULT_MAX_DEPTH: usize = 1024;
 /// Why a JSON text was rejected, and where (byte offset into the text).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct JsonError {
+pub struct Error {
     /// What was wrong.
-    pub kind: JsonErrorKind,
+    pub kind: ErrorKind,
     /// Byte offset into the JSON text (saturating at `u32::MAX`, in a text
     /// over 4 GiB).
     pub offset: u32,
 }
 
-impl JsonError {
+impl Error {
     /// `kind` at byte `offset`, saturating.
-    pub(crate) fn new(kind: JsonErrorKind, offset: usize) -> Self {
-        JsonError {
+    pub(crate) fn new(kind: ErrorKind, offset: usize) -> Self {
+        Error {
             kind,
             offset: saturate(offset),
         }
     }
 }
 
-/// The kinds of [`JsonError`]: V8's `JSON.parse` errors (Node 20), each
+/// The kinds of [`Error`]: V8's `JSON.parse` errors (Node 20), each
 /// found where V8 finds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
-pub enum JsonErrorKind {
+pub enum ErrorKind {
     /// The text ended where a value or token was due (or was empty).
     UnexpectedEnd,
     /// A byte that cannot start or continue a value here (V8 shows it with
-    /// the text around it; see [`JsonError`]'s `Display`).
+    /// the text around it; see [`Error`]'s `Display`).
     UnexpectedToken(u8),
     /// A number where none may be: after a value's leading `0`, or where a
     /// `:` was due after a later property name.
@@ -111,7 +111,7 @@ pub enum JsonErrorKind {
     },
 }
 
-/// A depth limit as [`JsonErrorKind::TooDeep`] carries it (saturating; the
+/// A depth limit as [`ErrorKind::TooDeep`] carries it (saturating; the
 /// validators' limits fit).
 pub(crate) fn depth_limit(n: usize) -> u16 {
     u16::try_from(n).unwrap_or(u16::MAX)
@@ -119,21 +119,21 @@ pub(crate) fn depth_limit(n: usize) -> u16 {
 
 /// V8's error for byte `b` where nothing it can start was due (`None`: the
 /// end of the text).
-pub(crate) const fn unexpected(b: Option<u8>) -> JsonErrorKind {
+pub(crate) const fn unexpected(b: Option<u8>) -> ErrorKind {
     match b {
-        None => JsonErrorKind::UnexpectedEnd,
-        Some(b'-' | b'0'..=b'9') => JsonErrorKind::UnexpectedNumber,
-        Some(b'"') => JsonErrorKind::UnexpectedString,
-        Some(b) => JsonErrorKind::UnexpectedToken(b),
+        None => ErrorKind::UnexpectedEnd,
+        Some(b'-' | b'0'..=b'9') => ErrorKind::UnexpectedNumber,
+        Some(b'"') => ErrorKind::UnexpectedString,
+        Some(b) => ErrorKind::UnexpectedToken(b),
     }
 }
 
-impl JsonErrorKind {
+impl ErrorKind {
     /// V8's message for this kind, without the position (`None` for
     /// [`UnexpectedToken`](Self::UnexpectedToken), whose message quotes
     /// the text).
     pub const fn message(self) -> Option<&'static str> {
-        use JsonErrorKind as K;
+        use ErrorKind as K;
         Some(match self {
             K::UnexpectedEnd => "Unexpected end of JSON input",
             K::UnexpectedToken(_) | K::TooDeep { .. } => return None,
@@ -156,25 +156,25 @@ impl JsonErrorKind {
     }
 }
 
-impl fmt::Display for JsonError {
+impl fmt::Display for Error {
     /// V8's message with a byte position (V8 counts UTF-16 units, and
     /// quotes the text around an unexpected token: the pipeline's
     /// `message` does both).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let at = self.offset;
         match self.kind {
-            JsonErrorKind::UnexpectedEnd => f.write_str("Unexpected end of JSON input"),
-            JsonErrorKind::UnexpectedToken(b) if b.is_ascii_graphic() => {
+            ErrorKind::UnexpectedEnd => f.write_str("Unexpected end of JSON input"),
+            ErrorKind::UnexpectedToken(b) if b.is_ascii_graphic() => {
                 write!(
                     f,
                     "Unexpected token '{}' in JSON at position {at}",
                     b as char
                 )
             }
-            JsonErrorKind::UnexpectedToken(b) => {
+            ErrorKind::UnexpectedToken(b) => {
                 write!(f, "Unexpected byte 0x{b:02x} in JSON at position {at}")
             }
-            JsonErrorKind::TooDeep { limit } => write!(
+            ErrorKind::TooDeep { limit } => write!(
                 f,
                 "JSON nesting deeper than the limit of {limit} levels at position {at}"
             ),
@@ -183,7 +183,7 @@ impl fmt::Display for JsonError {
     }
 }
 
-impl core::error::Error for JsonError {}
+impl core::error::Error for Error {}
 
 /// Limits applied while validating.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -259,9 +259,9 @@ impl<const W: usize> BitStack<W> {
 ///
 /// # Errors
 ///
-/// The first syntax error as V8 finds it, or [`JsonErrorKind::TooDeep`]
+/// The first syntax error as V8 finds it, or [`ErrorKind::TooDeep`]
 /// past `limits`.
-pub fn validate(src: &[u8], limits: Limits) -> Result<(), JsonError> {
+pub fn validate(src: &[u8], limits: Limits) -> Result<(), Error> {
     validate_members(src, limits, &mut |_, _| {})
 }
 
@@ -273,7 +273,7 @@ pub(crate) fn validate_members(
     src: &[u8],
     limits: Limits,
     member: &mut impl FnMut((usize, usize), (usize, usize)),
-) -> Result<(), JsonError> {
+) -> Result<(), Error> {
     let max_depth = limits.max_depth.min(MAX_DEPTH);
     // Every valid object passes the fast path, so the general loop below
     // never needs to report members.
@@ -283,7 +283,7 @@ pub(crate) fn validate_members(
     // Not an object, or not valid: the general loop says which, precisely.
     let end = skip_ws(src, value_end(src, skip_ws(src, 0), max_depth)?);
     if end < src.len() {
-        return Err(JsonError::new(JsonErrorKind::TrailingCharacters, end));
+        return Err(Error::new(ErrorKind::TrailingCharacters, end));
     }
     Ok(())
 }
@@ -342,14 +342,14 @@ fn root_object(
 /// first with a 64-level stack, then (only if that is too shallow and the
 /// limit allows more) with the full one. Returns the position after the
 /// value.
-fn value_end(src: &[u8], start: usize, max_depth: usize) -> Result<usize, JsonError> {
+fn value_end(src: &[u8], start: usize, max_depth: usize) -> Result<usize, Error> {
     let small = BitStack::<{ SMALL_DEPTH / 64 }> {
         words: [0],
         depth: 0,
     };
     match validate_with(src, start, max_depth.min(SMALL_DEPTH), small) {
-        Err(JsonError {
-            kind: JsonErrorKind::TooDeep { .. },
+        Err(Error {
+            kind: ErrorKind::TooDeep { .. },
             ..
         }) if max_depth > SMALL_DEPTH => {
             let full = BitStack::<{ MAX_DEPTH / 64 }> {
@@ -368,19 +368,19 @@ fn validate_with<const W: usize>(
     start: usize,
     max_depth: usize,
     mut stack: BitStack<W>,
-) -> Result<usize, JsonError> {
-    let err = |kind, offset| Err(JsonError::new(kind, offset));
+) -> Result<usize, Error> {
+    let err = |kind, offset| Err(Error::new(kind, offset));
     let mut i = start;
     'value: loop {
         // A value starts at `i`.
         let Some(&b) = src.get(i) else {
-            return err(JsonErrorKind::UnexpectedEnd, i);
+            return err(ErrorKind::UnexpectedEnd, i);
         };
         match b {
             b'{' | b'[' => {
                 if stack.depth >= max_depth || !stack.push(b == b'{') {
                     return err(
-                        JsonErrorKind::TooDeep {
+                        ErrorKind::TooDeep {
                             limit: depth_limit(max_depth),
                         },
                         i,
@@ -403,7 +403,7 @@ fn validate_with<const W: usize>(
             b'f' => i = literal(src, i, b"false")?,
             b'n' => i = literal(src, i, b"null")?,
             b'-' | b'0'..=b'9' => i = number_end(src, i)?,
-            other => return err(JsonErrorKind::UnexpectedToken(other), i),
+            other => return err(ErrorKind::UnexpectedToken(other), i),
         }
         // After a complete value (ending at `i`): close containers or move
         // to the next value.
@@ -428,8 +428,8 @@ fn validate_with<const W: usize>(
                     stack.pop();
                     i += 1;
                 }
-                _ if in_object => return err(JsonErrorKind::ExpectedCommaOrBrace, i),
-                _ => return err(JsonErrorKind::ExpectedCommaOrBracket, i),
+                _ if in_object => return err(ErrorKind::ExpectedCommaOrBrace, i),
+                _ => return err(ErrorKind::ExpectedCommaOrBracket, i),
             }
         }
     }
@@ -440,31 +440,31 @@ fn validate_with<const W: usize>(
 /// Parses `"key"` `:` at `i` (the object's `first` key, or one after a
 /// comma); returns the position of the value after the colon.
 #[inline(always)]
-fn object_key(src: &[u8], i: usize, first: bool) -> Result<usize, JsonError> {
+fn object_key(src: &[u8], i: usize, first: bool) -> Result<usize, Error> {
     if src.get(i) != Some(&b'"') {
         let kind = if first {
-            JsonErrorKind::ExpectedPropertyNameOrBrace
+            ErrorKind::ExpectedPropertyNameOrBrace
         } else {
-            JsonErrorKind::ExpectedPropertyName
+            ErrorKind::ExpectedPropertyName
         };
-        return Err(JsonError::new(kind, i));
+        return Err(Error::new(kind, i));
     }
     let end = string_end(src, i)?;
     let i = skip_ws(src, end);
     match src.get(i) {
         Some(b':') => Ok(skip_ws(src, i + 1)),
         // V8 words the first key's missing colon, not a later one's.
-        _ if first => Err(JsonError::new(JsonErrorKind::ExpectedColon, i)),
-        b => Err(JsonError::new(unexpected(b.copied()), i)),
+        _ if first => Err(Error::new(ErrorKind::ExpectedColon, i)),
+        b => Err(Error::new(unexpected(b.copied()), i)),
     }
 }
 
-fn literal(src: &[u8], i: usize, word: &[u8]) -> Result<usize, JsonError> {
+fn literal(src: &[u8], i: usize, word: &[u8]) -> Result<usize, Error> {
     for (k, &w) in word.iter().enumerate() {
         match src.get(i + k) {
             Some(&b) if b == w => {}
             b => {
-                return Err(JsonError::new(unexpected(b.copied()), i + k));
+                return Err(Error::new(unexpected(b.copied()), i + k));
             }
         }
     }
@@ -474,7 +474,7 @@ fn literal(src: &[u8], i: usize, word: &[u8]) -> Result<usize, JsonError> {
 /// Validates the string starting at the quote at `i`; returns the position
 /// after its closing quote.
 #[inline(always)]
-fn string_end(src: &[u8], i: usize) -> Result<usize, JsonError> {
+fn string_end(src: &[u8], i: usize) -> Result<usize, Error> {
     // Most strings hold no escape: one scan finds the closing quote.
     let j = special_byte(src, i + 1, true);
     if src.get(j) == Some(&b'"') {
@@ -486,16 +486,16 @@ fn string_end(src: &[u8], i: usize) -> Result<usize, JsonError> {
 /// [`string_end`] from `j`, at or before the first escape, control
 /// character or end of text.
 #[inline(never)]
-fn string_end_from(src: &[u8], mut j: usize) -> Result<usize, JsonError> {
+fn string_end_from(src: &[u8], mut j: usize) -> Result<usize, Error> {
     loop {
         // Jump to the next quote, backslash or control character.
         j = special_byte(src, j, true);
         match src.get(j) {
             None => {
-                return Err(JsonError::new(JsonErrorKind::UnterminatedString, src.len()));
+                return Err(Error::new(ErrorKind::UnterminatedString, src.len()));
             }
             Some(&b) if b < 0x20 => {
-                return Err(JsonError::new(JsonErrorKind::ControlCharacter, j));
+                return Err(Error::new(ErrorKind::ControlCharacter, j));
             }
             _ => {}
         }
@@ -510,28 +510,28 @@ fn string_end_from(src: &[u8], mut j: usize) -> Result<usize, JsonError> {
                     match src.get(j + 2 + h) {
                         Some(b) if b.is_ascii_hexdigit() => {}
                         None => {
-                            return Err(JsonError::new(JsonErrorKind::BadUnicodeEscape, src.len()));
+                            return Err(Error::new(ErrorKind::BadUnicodeEscape, src.len()));
                         }
                         Some(_) => {
-                            return Err(JsonError::new(JsonErrorKind::BadUnicodeEscape, j + 2 + h));
+                            return Err(Error::new(ErrorKind::BadUnicodeEscape, j + 2 + h));
                         }
                     }
                 }
                 j += 6;
             }
             Some(_) => {
-                return Err(JsonError::new(JsonErrorKind::BadEscape, j + 1));
+                return Err(Error::new(ErrorKind::BadEscape, j + 1));
             }
             None => {
-                return Err(JsonError::new(JsonErrorKind::UnexpectedEnd, src.len()));
+                return Err(Error::new(ErrorKind::UnexpectedEnd, src.len()));
             }
         }
     }
 }
 
 /// Validates the number starting at `i`; returns the position after it.
-fn number_end(src: &[u8], start: usize) -> Result<usize, JsonError> {
-    let bad = |kind, offset| Err(JsonError::new(kind, offset));
+fn number_end(src: &[u8], start: usize) -> Result<usize, Error> {
+    let bad = |kind, offset| Err(Error::new(kind, offset));
     let mut i = start;
     if src.get(i) == Some(&b'-') {
         i += 1;
@@ -540,16 +540,16 @@ fn number_end(src: &[u8], start: usize) -> Result<usize, JsonError> {
         Some(b'0') => {
             i += 1;
             if src.get(i).is_some_and(u8::is_ascii_digit) {
-                return bad(JsonErrorKind::UnexpectedNumber, i);
+                return bad(ErrorKind::UnexpectedNumber, i);
             }
         }
         Some(b'1'..=b'9') => i = digits_end(src, i + 1),
-        _ => return bad(JsonErrorKind::NoNumberAfterMinus, i),
+        _ => return bad(ErrorKind::NoNumberAfterMinus, i),
     }
     if src.get(i) == Some(&b'.') {
         let j = digits_end(src, i + 1);
         if j == i + 1 {
-            return bad(JsonErrorKind::UnterminatedFraction, j);
+            return bad(ErrorKind::UnterminatedFraction, j);
         }
         i = j;
     }
@@ -560,7 +560,7 @@ fn number_end(src: &[u8], start: usize) -> Result<usize, JsonError> {
         }
         let j = digits_end(src, i);
         if j == i {
-            return bad(JsonErrorKind::ExponentMissingNumber, j);
+            return bad(ErrorKind::ExponentMissingNumber, j);
         }
         i = j;
     }
@@ -580,7 +580,7 @@ impl<'a> RawJson<'a> {
     /// # Errors
     ///
     /// As [`validate`].
-    pub fn parse(src: &'a [u8], limits: Limits) -> Result<Self, JsonError> {
+    pub fn parse(src: &'a [u8], limits: Limits) -> Result<Self, Error> {
         validate(src, limits)?;
         Ok(Self::trusted(src))
     }
@@ -663,14 +663,14 @@ mod tests {
     #[test]
     fn error_kinds_and_offsets() {
         let e = validate(br#"{"a":"x"} y"#, Limits::new()).unwrap_err();
-        assert_eq!(e.kind, JsonErrorKind::TrailingCharacters);
+        assert_eq!(e.kind, ErrorKind::TrailingCharacters);
         assert_eq!(e.offset, 10);
         let e = validate(b"\"a\tb\"", Limits::new()).unwrap_err();
-        assert_eq!((e.kind, e.offset), (JsonErrorKind::ControlCharacter, 2));
+        assert_eq!((e.kind, e.offset), (ErrorKind::ControlCharacter, 2));
         let e = validate(b"", Limits::new()).unwrap_err();
-        assert_eq!(e.kind, JsonErrorKind::UnexpectedEnd);
+        assert_eq!(e.kind, ErrorKind::UnexpectedEnd);
         let e = validate(b"[01]", Limits::new()).unwrap_err();
-        assert_eq!((e.kind, e.offset), (JsonErrorKind::UnexpectedNumber, 2));
+        assert_eq!((e.kind, e.offset), (ErrorKind::UnexpectedNumber, 2));
     }
 
     #[test]
@@ -726,9 +726,7 @@ mod tests {
                 }
                 // `validate` is the fast path, then the general loop.
                 let expected = match end {
-                    Ok(e) if e < text.len() => {
-                        Err(JsonError::new(JsonErrorKind::TrailingCharacters, e))
-                    }
+                    Ok(e) if e < text.len() => Err(Error::new(ErrorKind::TrailingCharacters, e)),
                     other => other.map(|_| ()),
                 };
                 let limits = Limits { max_depth: depth };
@@ -748,7 +746,7 @@ mod tests {
         let mut deep = [b'['; 2000];
         let limits = Limits { max_depth: 1000 };
         let e = validate(&deep, limits).unwrap_err();
-        assert_eq!(e.kind, JsonErrorKind::TooDeep { limit: 1000 });
+        assert_eq!(e.kind, ErrorKind::TooDeep { limit: 1000 });
         assert_eq!(e.offset, 1000);
         // Exactly at the limit is fine.
         let mut text = [0u8; 2000];

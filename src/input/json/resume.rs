@@ -9,14 +9,13 @@
 //! whole.
 
 use super::{
-    JsonError, JsonErrorKind, Limits, depth_limit, digits_end, is_ws, skip_ws, special_byte,
-    unexpected,
+    Error, ErrorKind, Limits, depth_limit, digits_end, is_ws, skip_ws, special_byte, unexpected,
 };
 
 /// A JSON text validated piece by piece (RFC 8259, as `JSON.parse` accepts
 /// it): [`feed`](Self::feed) each piece, then [`finish`](Self::finish).
 /// Nesting deeper than `64 × W` levels, or than the limits allow, is
-/// [`JsonErrorKind::TooDeep`].
+/// [`ErrorKind::TooDeep`].
 ///
 /// ```
 /// use agui_stream::json::{Limits, Validator};
@@ -35,21 +34,21 @@ use super::{
 #[derive(Clone, Debug)]
 pub struct Validator<const W: usize = 16> {
     scan: Scanner<W>,
-    failed: Option<JsonError>,
+    failed: Option<Error>,
 }
 
-/// A syntax error at its exact offset in the whole text (a [`JsonError`]'s
+/// A syntax error at its exact offset in the whole text (a [`Error`]'s
 /// saturates past 4 GiB, and a spilled frame may be longer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ScanError {
-    pub(crate) kind: JsonErrorKind,
+    pub(crate) kind: ErrorKind,
     pub(crate) offset: usize,
 }
 
 impl ScanError {
-    /// As a [`JsonError`] (its offset saturating).
-    pub(crate) fn json(self) -> JsonError {
-        JsonError::new(self.kind, self.offset)
+    /// As a [`Error`] (its offset saturating).
+    pub(crate) fn json(self) -> Error {
+        Error::new(self.kind, self.offset)
     }
 }
 
@@ -181,7 +180,7 @@ impl<const W: usize> Validator<W> {
     ///
     /// The first syntax error, at its offset in the whole text (every
     /// later call returns it again).
-    pub fn feed(&mut self, piece: &[u8]) -> Result<(), JsonError> {
+    pub fn feed(&mut self, piece: &[u8]) -> Result<(), Error> {
         if let Some(e) = self.failed {
             return Err(e);
         }
@@ -196,9 +195,9 @@ impl<const W: usize> Validator<W> {
     ///
     /// # Errors
     ///
-    /// The first error of the text, or [`JsonErrorKind::UnexpectedEnd`] at
+    /// The first error of the text, or [`ErrorKind::UnexpectedEnd`] at
     /// its end if it stopped inside a value.
-    pub fn finish(&mut self) -> Result<(), JsonError> {
+    pub fn finish(&mut self) -> Result<(), Error> {
         if let Some(e) = self.failed {
             return Err(e);
         }
@@ -241,7 +240,7 @@ impl<const W: usize> Scanner<W> {
 
     /// [`finish`](Self::finish) of a text fed with [`feed_deep`](Self::feed_deep).
     pub(crate) fn finish_deep(&self, deep: &[u8]) -> Result<(), ScanError> {
-        use JsonErrorKind as K;
+        use ErrorKind as K;
         if self.is_complete() {
             return Ok(());
         }
@@ -336,7 +335,7 @@ impl<const W: usize> Scanner<W> {
         piece: &[u8],
         i: usize,
         deep: &mut [u8],
-    ) -> Result<usize, (JsonErrorKind, usize)> {
+    ) -> Result<usize, (ErrorKind, usize)> {
         let Some(&b) = piece.get(i) else {
             return Ok(i);
         };
@@ -381,13 +380,13 @@ impl<const W: usize> Scanner<W> {
                             escape: Escape::None,
                         }
                     }
-                    _ if first => return Err((JsonErrorKind::ExpectedPropertyNameOrBrace, i)),
-                    _ => return Err((JsonErrorKind::ExpectedPropertyName, i)),
+                    _ if first => return Err((ErrorKind::ExpectedPropertyNameOrBrace, i)),
+                    _ => return Err((ErrorKind::ExpectedPropertyName, i)),
                 }
             }
             State::Colon { .. } if b == b':' => self.state = State::Value,
             // V8 words the first key's missing colon, not a later one's.
-            State::Colon { first: true } => return Err((JsonErrorKind::ExpectedColon, i)),
+            State::Colon { first: true } => return Err((ErrorKind::ExpectedColon, i)),
             State::Colon { first: false } => return Err((unexpected(Some(b)), i)),
             State::AfterValue => {
                 let object = self.top_is_object(deep);
@@ -402,11 +401,11 @@ impl<const W: usize> Scanner<W> {
                         self.depth -= 1;
                         self.state = self.after_value();
                     }
-                    _ if object => return Err((JsonErrorKind::ExpectedCommaOrBrace, i)),
-                    _ => return Err((JsonErrorKind::ExpectedCommaOrBracket, i)),
+                    _ if object => return Err((ErrorKind::ExpectedCommaOrBrace, i)),
+                    _ => return Err((ErrorKind::ExpectedCommaOrBracket, i)),
                 }
             }
-            State::Done => return Err((JsonErrorKind::TrailingCharacters, i)),
+            State::Done => return Err((ErrorKind::TrailingCharacters, i)),
             State::Str { of, escape } => return self.string(piece, i, of, escape),
             State::Literal { word, matched } => {
                 let bytes = word.bytes();
@@ -431,7 +430,7 @@ impl<const W: usize> Scanner<W> {
         b: u8,
         i: usize,
         deep: &mut [u8],
-    ) -> Result<State, (JsonErrorKind, usize)> {
+    ) -> Result<State, (ErrorKind, usize)> {
         let literal = |word| State::Literal { word, matched: 1 };
         Ok(match b {
             b'{' | b'[' => {
@@ -439,7 +438,7 @@ impl<const W: usize> Scanner<W> {
                 let limit = usize::from(self.max_depth).min(levels);
                 if usize::from(self.depth) >= limit {
                     let limit = depth_limit(limit);
-                    return Err((JsonErrorKind::TooDeep { limit }, i));
+                    return Err((ErrorKind::TooDeep { limit }, i));
                 }
                 let depth = usize::from(self.depth);
                 let object = b == b'{';
@@ -470,7 +469,7 @@ impl<const W: usize> Scanner<W> {
             b'-' => State::Number(NumberPart::Minus),
             b'0' => State::Number(NumberPart::Zero),
             b'1'..=b'9' => State::Number(NumberPart::Int),
-            _ => return Err((JsonErrorKind::UnexpectedToken(b), i)),
+            _ => return Err((ErrorKind::UnexpectedToken(b), i)),
         })
     }
 
@@ -481,7 +480,7 @@ impl<const W: usize> Scanner<W> {
         i: usize,
         of: StrOf,
         escape: Escape,
-    ) -> Result<usize, (JsonErrorKind, usize)> {
+    ) -> Result<usize, (ErrorKind, usize)> {
         let Some(&b) = piece.get(i) else {
             return Ok(i);
         };
@@ -506,13 +505,13 @@ impl<const W: usize> Scanner<W> {
                         };
                         return Ok(j + 1);
                     }
-                    Some(_) => return Err((JsonErrorKind::ControlCharacter, j)),
+                    Some(_) => return Err((ErrorKind::ControlCharacter, j)),
                 }
             }
             Escape::Backslash => match b {
                 b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Escape::None,
                 b'u' => Escape::Hex(0),
-                _ => return Err((JsonErrorKind::BadEscape, i)),
+                _ => return Err((ErrorKind::BadEscape, i)),
             },
             Escape::Hex(n) if b.is_ascii_hexdigit() => {
                 if n == 3 {
@@ -521,7 +520,7 @@ impl<const W: usize> Scanner<W> {
                     Escape::Hex(n + 1)
                 }
             }
-            Escape::Hex(_) => return Err((JsonErrorKind::BadUnicodeEscape, i)),
+            Escape::Hex(_) => return Err((ErrorKind::BadUnicodeEscape, i)),
         };
         self.state = State::Str { of, escape };
         Ok(i + 1)
@@ -533,14 +532,14 @@ impl<const W: usize> Scanner<W> {
         piece: &[u8],
         i: usize,
         part: NumberPart,
-    ) -> Result<usize, (JsonErrorKind, usize)> {
+    ) -> Result<usize, (ErrorKind, usize)> {
         use NumberPart as P;
         let Some(&b) = piece.get(i) else {
             return Ok(i);
         };
         let digit = b.is_ascii_digit();
         let next = match (part, b) {
-            (P::Zero, _) if digit => return Err((JsonErrorKind::UnexpectedNumber, i)),
+            (P::Zero, _) if digit => return Err((ErrorKind::UnexpectedNumber, i)),
             (P::Minus, b'0') => P::Zero,
             (P::Minus, b'1'..=b'9') => P::Int,
             (P::Int | P::Frac | P::ExpDigits, _) if digit => {
@@ -557,9 +556,9 @@ impl<const W: usize> Scanner<W> {
                 self.state = self.after_value();
                 return Ok(i);
             }
-            (P::Minus, _) => return Err((JsonErrorKind::NoNumberAfterMinus, i)),
-            (P::Dot, _) => return Err((JsonErrorKind::UnterminatedFraction, i)),
-            _ => return Err((JsonErrorKind::ExponentMissingNumber, i)),
+            (P::Minus, _) => return Err((ErrorKind::NoNumberAfterMinus, i)),
+            (P::Dot, _) => return Err((ErrorKind::UnterminatedFraction, i)),
+            _ => return Err((ErrorKind::ExponentMissingNumber, i)),
         };
         self.state = State::Number(next);
         Ok(i + 1)
@@ -614,7 +613,7 @@ mod tests {
         b"}",
     ];
 
-    fn resumed(text: &[u8], splits: &[usize], depth: usize) -> Result<(), JsonError> {
+    fn resumed(text: &[u8], splits: &[usize], depth: usize) -> Result<(), Error> {
         let mut v = Validator::<1>::new(Limits { max_depth: depth });
         let mut at = 0;
         for &s in splits.iter().chain([&text.len()]) {
@@ -653,7 +652,7 @@ mod tests {
         v.feed(b"[1]").unwrap();
         assert!(v.is_complete());
         let e = v.feed(b" 2").unwrap_err();
-        assert_eq!((e.kind, e.offset), (JsonErrorKind::TrailingCharacters, 4));
+        assert_eq!((e.kind, e.offset), (ErrorKind::TrailingCharacters, 4));
         assert_eq!(v.feed(b"").unwrap_err(), e);
         assert_eq!(v.finish().unwrap_err(), e);
         let mut v = Validator::<1>::new(Limits::new());

@@ -5,7 +5,7 @@
 
 use core::fmt;
 
-use super::{JsonError, JsonErrorKind};
+use super::{Error, ErrorKind};
 
 /// Bytes for the quoted text: twenty-one UTF-16 units of at most three
 /// bytes each, but for the rare text of many three-byte characters, which
@@ -16,10 +16,10 @@ const AROUND: usize = 10;
 /// A text this short is quoted whole.
 const WHOLE: usize = 2 * AROUND + 1;
 
-/// V8's message for a [`JsonError`] in a given text, kept without the text.
+/// V8's message for a [`Error`] in a given text, kept without the text.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct V8Message {
-    kind: JsonErrorKind,
+    kind: ErrorKind,
     /// The error's position in UTF-16 units (saturating).
     position: u32,
     /// The character at the position.
@@ -33,7 +33,7 @@ pub(crate) struct V8Message {
 
 impl V8Message {
     pub(crate) const EMPTY: Self = V8Message {
-        kind: JsonErrorKind::UnexpectedEnd,
+        kind: ErrorKind::UnexpectedEnd,
         position: 0,
         token: ' ',
         snippet: [0; SNIPPET],
@@ -48,7 +48,7 @@ impl V8Message {
     /// text from the error on (at least the bytes of ten units, or to its
     /// end if `ends`). Quoted as [`new`](Self::new) quotes the whole text.
     pub(crate) fn around(
-        kind: JsonErrorKind,
+        kind: ErrorKind,
         position: usize,
         before: &[u8],
         rest: &[u8],
@@ -91,15 +91,15 @@ impl V8Message {
         }
         m.cut_after = !ends || after > AROUND;
         m.len = u8::try_from(n).unwrap_or(0);
-        if kind == JsonErrorKind::BadEscape && m.token.len_utf16() == 2 {
-            m.kind = JsonErrorKind::UnexpectedToken(0);
+        if kind == ErrorKind::BadEscape && m.token.len_utf16() == 2 {
+            m.kind = ErrorKind::UnexpectedToken(0);
             m.token = char::REPLACEMENT_CHARACTER;
         }
         m
     }
 
     /// The message of `error` in `text`.
-    pub(crate) fn new(text: &[u8], error: JsonError) -> Self {
+    pub(crate) fn new(text: &[u8], error: Error) -> Self {
         let mut m = V8Message {
             kind: error.kind,
             ..Self::EMPTY
@@ -123,8 +123,8 @@ impl V8Message {
         // V8 reads an escape one UTF-16 unit at a time: after a backslash,
         // half of a surrogate pair is an unexpected token (shown here as
         // U+FFFD, which a Rust string holds in place of a lone surrogate).
-        if error.kind == JsonErrorKind::BadEscape && m.token.len_utf16() == 2 {
-            m.kind = JsonErrorKind::UnexpectedToken(0);
+        if error.kind == ErrorKind::BadEscape && m.token.len_utf16() == 2 {
+            m.kind = ErrorKind::UnexpectedToken(0);
             m.token = char::REPLACEMENT_CHARACTER;
         }
         let (from, to) = if units <= WHOLE {
@@ -169,7 +169,7 @@ impl fmt::Display for V8Message {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let at = self.position;
         match self.kind {
-            JsonErrorKind::UnexpectedToken(_) => {
+            ErrorKind::UnexpectedToken(_) => {
                 let snippet = self
                     .snippet
                     .get(..usize::from(self.len))
@@ -183,10 +183,10 @@ impl fmt::Display for V8Message {
                     self.token
                 )
             }
-            JsonErrorKind::UnexpectedEnd => f.write_str("Unexpected end of JSON input"),
+            ErrorKind::UnexpectedEnd => f.write_str("Unexpected end of JSON input"),
             kind => match kind.message() {
                 Some(message) => write!(f, "{message} at position {at}"),
-                None => JsonError { kind, offset: at }.fmt(f),
+                None => Error { kind, offset: at }.fmt(f),
             },
         }
     }

@@ -11,7 +11,7 @@
 use core::fmt;
 
 use crate::check::verify::{Closing, Verifier};
-use crate::output::encode::{BufferFull, SliceWriter, Write, encode, write_str};
+use crate::output::encode::{BufferFull, SliceWriter, Write, encode, encode_str};
 use crate::pipeline::error::Error;
 use crate::protocol::event_type::{EventType, Key};
 use crate::view::event::Event;
@@ -233,11 +233,11 @@ fn closing_event<'b>(
     let mut size = Size(b"{\"type\":\"\"}".len().saturating_add(ty.as_str().len()));
     if let Some((key, id)) = closing.id {
         size.add(b",\"\":".len().saturating_add(key.as_str().len()));
-        write_str(id, &mut size).ok()?;
+        encode_str(id, &mut size).ok()?;
     }
     if let Some(owner) = closing.owner {
         size.add(b",\"subagentRunId\":".len());
-        write_str(owner, &mut size).ok()?;
+        encode_str(owner, &mut size).ok()?;
     }
     if size.0 > buf.len() {
         return None;
@@ -245,13 +245,13 @@ fn closing_event<'b>(
     let mut w = SliceWriter::new(buf);
     let id_len = match closing.id {
         Some((_, id)) => {
-            write_str(id, &mut w).ok()?;
+            encode_str(id, &mut w).ok()?;
             w.len()
         }
         None => 0,
     };
     if let Some(owner) = closing.owner {
-        write_str(owner, &mut w).ok()?;
+        encode_str(owner, &mut w).ok()?;
     }
     let len = w.len();
     let (id, owner) = buf.get(..len)?.split_at_checked(id_len)?;
