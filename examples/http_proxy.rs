@@ -4,27 +4,42 @@
 //! ```text
 //! http_proxy --listen 127.0.0.1:8080 --upstream http://127.0.0.1:8000
 //!            [--dialect v1|v0] [--on-violation stop|drop|pass] [--no-repair]
-//!            [--close-open] [--buffer N] [--keepalive-ms N]
+//!            [--close-open] [--max-event-bytes N] [--canonical] [--drop-raw]
+//!            [--deny-tool NAME]... [--check-tool-args] [--strict-end]
+//!            [--deterministic-ids] [--buffer N] [--keepalive-ms N]
 //! ```
+//!
+//! The rewriting options are `agui gateway`'s (and the proxy-wasm filter's
+//! JSON keys), read by the shared `examples/shared/frontend.rs`; ids are
+//! minted per run unless `--deterministic-ids` asks for the reference
+//! oracle's sequence.
 //!
 //! Every request (method, path and query, headers but the hop-by-hop ones,
 //! body) goes to the upstream over HTTP/1.1, one connection per request,
 //! asking for `accept-encoding: identity`. A `text/event-stream` response
-//! that is not compressed has its body streamed through a [`Rewriter`] as it
+//! that is not compressed has its body streamed through a rewriter as it
 //! arrives — one rewriter and one pair of `--buffer`-byte buffers per
 //! response — and each push's output goes to the client at once. At the
 //! upstream's end of body, or when its connection dies mid-body, the
 //! rewriter's `finish` output follows (so a run cut short ends in its
 //! `RUN_ERROR` with code `AGUI_STREAM_TRUNCATED`). Such a response loses its
-//! `content-length` and gets `cache-control: no-cache` and
-//! `x-accel-buffering: no`; after `--keepalive-ms` without output the proxy
-//! writes `: ping\n\n` (the rewriter's output is whole blocks, so this always
-//! falls between frames). Any other response passes through untouched.
+//! `content-length`, gets `x-accel-buffering: no` and, if it has none,
+//! `cache-control: no-cache` (the shared header policy); after
+//! `--keepalive-ms` without output the proxy writes `: ping\n\n` (the
+//! rewriter's output is whole blocks, so this always falls between
+//! frames). Any other response passes through untouched.
+//!
+//! A client that goes away closes the upstream connection at once, whatever
+//! the upstream is doing (a silent agent run is cancelled, not left to run
+//! until its next write).
 //!
 //! When a rewritten response ends, one JSON line on stderr: the rewriter's
 //! statistics (the fields of `agui gateway`'s line) and the response's
-//! timings. `listening on ADDR` on stdout once the socket is bound. A
-//! failing upstream gives the client a 502.
+//! (`error`, `path`, `upstream_error`, `client_gone`, `pings`,
+//! `first_byte_ms`, `total_ms`, `rewritten`); a client that left is that
+//! line with `"client_gone":true`, nothing more. `listening on ADDR` on
+//! stdout once the socket is bound. A failing upstream gives the client a
+//! 502 whose body is `bad gateway` (the upstream's error goes to the log).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -34,8 +49,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use agui_stream::rewrite::{self, OnViolation, Rewriter};
-use agui_stream::{Config, Dialect, legacy::Minting};
+use agui_stream::rewrite;
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::{Body, Bytes, Frame, Incoming};
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
@@ -44,81 +58,67 @@ use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
+// The options and the response-header policy every front end shares.
+#[path = "shared/frontend.rs"]
+mod frontend;
+
 const USAGE: &str = "http_proxy --listen ADDR --upstream http://HOST:PORT [OPTIONS]
   A reverse proxy: text/event-stream responses are rewritten as they stream
   (agui_stream::rewrite), everything else passes through untouched.
-  --listen ADDR                   address to listen on (port 0: any free port)
-  --upstream http://HOST:PORT     where requests go (HTTP/1.1, plain http)
-  --dialect v1|v0                 protocol version (default v1)
-  --on-violation stop|drop|pass   (default stop: a final RUN_ERROR)
-  --no-repair                     leave a stream cut mid-run as it is
-  --close-open                    close what is open before a final RUN_ERROR
-  --buffer N                      frame and raw buffer bytes each, per response,
-                                  at least 64 (default 65536)
-  --keepalive-ms N                `: ping` after N ms without output (default
-                                  15000; 0: never)
-  Stats of each rewritten response: one JSON line on stderr.";
+  --listen ADDR                 address to listen on (port 0: any free port)
+  --upstream http://HOST:PORT   where requests go (HTTP/1.1, plain http)";
+
+/// The usage, with the gateway's flags.
+fn usage() -> String {
+    let mut text = USAGE.to_owned();
+    for f in &frontend::FLAGS {
+        let name = match f.value {
+            Some(value) => format!("--{} {value}", f.name),
+            None => format!("--{}", f.name),
+        };
+        text.push_str(&format!("\n  {name:<29} {}", f.help));
+    }
+    text.push_str(&format!(
+        "\n  (--buffer: default {}, per response)\n  Stats of each rewritten response: one JSON line on stderr.",
+        frontend::DEFAULT_BUFFER
+    ));
+    text
+}
 
 /// What the command line says.
 struct Args {
     listen: SocketAddr,
     /// `host:port` of the upstream.
     upstream: String,
-    dialect: Dialect,
-    rewrite: rewrite::Options,
-    buffer: usize,
-    keepalive: Option<Duration>,
+    gateway: frontend::Gateway,
 }
 
 fn parse_args() -> Result<Option<Args>, lexopt::Error> {
     use lexopt::prelude::*;
     let mut parser = lexopt::Parser::from_env();
     let (mut listen, mut upstream) = (None, None);
-    let mut args = Args {
-        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-        upstream: String::new(),
-        dialect: Dialect::V1,
-        rewrite: rewrite::Options::new(),
-        buffer: 64 << 10,
-        keepalive: Some(Duration::from_millis(15_000)),
-    };
+    let mut gateway = frontend::Gateway::default();
     while let Some(arg) = parser.next()? {
         match arg {
             Long("help") | Short('h') => return Ok(None),
             Long("listen") => listen = Some(parser.value()?.parse::<SocketAddr>()?),
             Long("upstream") => upstream = Some(parser.value()?.string()?),
-            Long("dialect") => {
-                args.dialect = match parser.value()?.string()?.as_str() {
-                    "v1" | "V1" | "1.0.0" => Dialect::V1,
-                    "v0" | "V0" | "0.0.59" => Dialect::V0,
-                    d => return Err(format!("unknown dialect {d:?}").into()),
-                }
-            }
-            Long("on-violation") => {
-                let policy = match parser.value()?.string()?.as_str() {
-                    "stop" => OnViolation::Stop,
-                    "drop" => OnViolation::Drop,
-                    "pass" => OnViolation::Pass,
-                    p => return Err(format!("unknown --on-violation {p:?}").into()),
+            Long(name) if frontend::Gateway::flag(name).is_some() => {
+                let name = name.to_owned();
+                let takes_value = frontend::Gateway::flag(&name).is_some_and(|f| f.value.is_some());
+                let value = if takes_value {
+                    Some(parser.value()?.string()?)
+                } else {
+                    None
                 };
-                args.rewrite = args.rewrite.on_violation(policy);
-            }
-            Long("no-repair") => args.rewrite = args.rewrite.repair(false),
-            Long("close-open") => args.rewrite = args.rewrite.close_open(true),
-            Long("buffer") => {
-                args.buffer = parser.value()?.parse()?;
-                if args.buffer < 64 {
-                    return Err("--buffer must be at least 64".into());
-                }
-            }
-            Long("keepalive-ms") => {
-                let ms: u64 = parser.value()?.parse()?;
-                args.keepalive = (ms > 0).then(|| Duration::from_millis(ms));
+                gateway
+                    .set(&name, value.as_deref())
+                    .map_err(|e| format!("--{name}: {e}"))?;
             }
             arg => return Err(arg.unexpected()),
         }
     }
-    args.listen = listen.ok_or("missing --listen ADDR")?;
+    let listen = listen.ok_or("missing --listen ADDR")?;
     let upstream = upstream.ok_or("missing --upstream http://HOST:PORT")?;
     let uri: Uri = upstream
         .parse()
@@ -132,11 +132,15 @@ fn parse_args() -> Result<Option<Args>, lexopt::Error> {
     let authority = uri
         .authority()
         .ok_or_else(|| format!("--upstream {upstream:?}: no host"))?;
-    args.upstream = match authority.port() {
+    let upstream = match authority.port() {
         Some(_) => authority.to_string(),
         None => format!("{}:80", authority.host()),
     };
-    Ok(Some(args))
+    Ok(Some(Args {
+        listen,
+        upstream,
+        gateway,
+    }))
 }
 
 /// The proxy's state shared by all connections.
@@ -154,11 +158,11 @@ fn main() -> std::process::ExitCode {
     let args = match parse_args() {
         Ok(Some(args)) => args,
         Ok(None) => {
-            println!("{USAGE}");
+            println!("{}", usage());
             return std::process::ExitCode::SUCCESS;
         }
         Err(e) => {
-            eprintln!("http_proxy: {e}\n{USAGE}");
+            eprintln!("http_proxy: {e}\n{}", usage());
             return std::process::ExitCode::from(2);
         }
     };
@@ -214,11 +218,32 @@ async fn serve(args: Args) -> std::io::Result<()> {
                 .max_buf_size(HYPER_BUF)
                 .serve_connection(TokioIo::new(stream), service)
                 .await
+                && !is_hang_up(&e)
             {
                 eprintln!("http_proxy: connection from {peer}: {e}");
             }
         });
     }
+}
+
+/// The client went away (closed or reset its connection): the response's
+/// own line says so (`"client_gone":true`), nothing more is logged.
+fn is_hang_up(e: &hyper::Error) -> bool {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
+    if e.is_incomplete_message() || e.is_closed() || e.is_canceled() {
+        return true;
+    }
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                BrokenPipe | ConnectionReset | ConnectionAborted | UnexpectedEof
+            );
+        }
+        source = s.source();
+    }
+    false
 }
 
 /// hyper's read and write buffers per connection and direction; its default
@@ -293,11 +318,13 @@ async fn handle(
         .path_and_query()
         .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned());
     let head_request = req.method() == hyper::Method::HEAD;
-    let response = match forward(&proxy, req, &path, peer).await {
-        Ok(response) => response,
+    let (response, upstream) = match forward(&proxy, req, &path, peer).await {
+        Ok(forwarded) => forwarded,
         Err(e) => {
+            // The client learns no more than that: the upstream's address
+            // and errors stay in the log.
             eprintln!("http_proxy: {path}: upstream: {e}");
-            return plain(StatusCode::BAD_GATEWAY, &format!("bad gateway: {e}"));
+            return plain(StatusCode::BAD_GATEWAY, "bad gateway");
         }
     };
     let status = response.status();
@@ -314,30 +341,55 @@ async fn handle(
             json_string(&path),
             status.as_u16()
         );
-        return Response::from_parts(parts, body.map_err(BoxError::from).boxed());
+        // The upstream connection lives as long as the body (hyper drops
+        // the body when the client goes).
+        let body = Upstreamed {
+            body,
+            _connection: upstream,
+        };
+        return Response::from_parts(parts, body.boxed());
     }
     let n = proxy.rewritten.fetch_add(1, Ordering::Relaxed) + 1;
-    parts.headers.remove(header::CONTENT_LENGTH);
-    parts
-        .headers
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    parts.headers.insert(
-        HeaderName::from_static("x-accel-buffering"),
-        HeaderValue::from_static("no"),
-    );
+    for edit in frontend::RESPONSE_EDITS {
+        match edit {
+            frontend::HeaderEdit::Remove(name) => {
+                parts.headers.remove(name);
+            }
+            frontend::HeaderEdit::Set(name, value) => {
+                parts.headers.insert(name, HeaderValue::from_static(value));
+            }
+            frontend::HeaderEdit::SetIfAbsent(name, value) => {
+                parts
+                    .headers
+                    .entry(name)
+                    .or_insert(HeaderValue::from_static(value));
+            }
+        }
+    }
     // A few pushes' output may wait for the client; then the rewriter waits.
     let (tx, rx) = mpsc::channel(8);
-    tokio::spawn(rewrite_body(proxy, body, tx, path, n, started));
+    tokio::spawn(rewrite_body(proxy, body, upstream, tx, path, n, started));
     Response::from_parts(parts, ChannelBody(rx).boxed())
 }
 
-/// Sends `req` to the upstream over a new HTTP/1.1 connection.
+/// The task driving one upstream connection, aborted (its socket closed)
+/// when this is dropped.
+struct Connection(tokio::task::JoinHandle<()>);
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Sends `req` to the upstream over a new HTTP/1.1 connection; the response
+/// and the connection, which closes when it is dropped.
 async fn forward(
     proxy: &Proxy,
     req: Request<Incoming>,
     path: &str,
     peer: SocketAddr,
-) -> Result<Response<Incoming>, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<(Response<Incoming>, Connection), BoxError> {
     let upstream = proxy.args.upstream.as_str();
     let stream = tokio::time::timeout(Duration::from_secs(10), TcpStream::connect(upstream))
         .await
@@ -347,10 +399,11 @@ async fn forward(
         .max_buf_size(HYPER_BUF)
         .handshake(TokioIo::new(stream))
         .await?;
-    tokio::spawn(async move {
+    // Dropped with this future too (the client gone before the response).
+    let connection = Connection(tokio::spawn(async move {
         // Its errors reach the response or its body.
         let _ = connection.await;
-    });
+    }));
     let (mut parts, body) = req.into_parts();
     strip_hop_by_hop(&mut parts.headers);
     parts.uri = Uri::try_from(path)?;
@@ -369,23 +422,52 @@ async fn forward(
     parts
         .headers
         .insert("x-forwarded-for", HeaderValue::from_str(&forwarded_for)?);
-    Ok(sender
+    let response = sender
         .send_request(Request::from_parts(parts, body))
-        .await?)
+        .await?;
+    Ok((response, connection))
 }
 
-/// `text/event-stream`, and not compressed.
+/// `text/event-stream`, and not compressed (the shared policy).
 fn is_plain_event_stream(headers: &HeaderMap) -> bool {
-    let event_stream = headers
+    let content_type = headers
         .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|t| t.trim().eq_ignore_ascii_case("text/event-stream"));
-    let identity = headers.get_all(header::CONTENT_ENCODING).iter().all(|v| {
-        v.to_str()
-            .is_ok_and(|v| v.trim().eq_ignore_ascii_case("identity"))
-    });
-    event_stream && identity
+        .map_or(&b""[..], HeaderValue::as_bytes);
+    frontend::is_event_stream(content_type)
+        && frontend::is_identity(
+            headers
+                .get_all(header::CONTENT_ENCODING)
+                .iter()
+                .map(HeaderValue::as_bytes),
+        )
+}
+
+/// A body passed through untouched, with the connection it comes from.
+struct Upstreamed {
+    body: Incoming,
+    _connection: Connection,
+}
+
+impl Body for Upstreamed {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        Pin::new(&mut self.body)
+            .poll_frame(cx)
+            .map(|next| next.map(|r| r.map_err(BoxError::from)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
 }
 
 /// A response body fed by a channel: each message one frame; an error
@@ -418,22 +500,37 @@ struct Outcome {
     first_byte: Option<Duration>,
 }
 
-/// Streams the upstream's `body` through a rewriter into `tx`.
+/// What the upstream's body gave next, or that the client went away.
+enum Next {
+    Frame(Option<Result<Frame<Bytes>, hyper::Error>>),
+    ClientGone,
+    KeepAlive,
+}
+
+/// Streams the upstream's `body` through a rewriter into `tx`; drops the
+/// upstream connection as soon as the client (`tx`'s receiver) is gone.
 async fn rewrite_body(
     proxy: Arc<Proxy>,
     mut body: Incoming,
+    upstream: Connection,
     tx: mpsc::Sender<Result<Bytes, String>>,
     path: String,
     n: u64,
     started: Instant,
 ) {
-    let args = &proxy.args;
-    let (mut frames, mut raw) = (vec![0u8; args.buffer], vec![0u8; args.buffer]);
-    let config = Config::new()
-        .dialect(args.dialect)
-        .minting(Minting::Deterministic);
-    let mut rewriter = Rewriter::new(&mut frames, &mut raw, config, args.rewrite);
+    let gateway = &proxy.args.gateway;
+    let (mut frames, mut raw) = (vec![0u8; gateway.buffer], vec![0u8; gateway.buffer]);
     let mut outcome = Outcome::default();
+    // The names were checked when they were set.
+    let mut rewriter = match gateway.rewriter(&mut frames, &mut raw) {
+        Ok(rewriter) => rewriter,
+        Err(e) => {
+            let _ = tx.send(Err(format!("rewriter: {e}"))).await;
+            eprintln!("http_proxy: {path}: {e}");
+            return;
+        }
+    };
+    let keepalive = gateway.keepalive_ms().map(Duration::from_millis);
     let mut out = Vec::new();
     let mut last_output = Instant::now();
     // Sends `out` to the client; false if the client has gone.
@@ -458,29 +555,36 @@ async fn rewrite_body(
     }
     let mut open = true;
     while open {
-        let next = match args.keepalive {
-            Some(every) => {
-                match tokio::time::timeout_at((last_output + every).into(), body.frame()).await {
-                    Ok(next) => next,
-                    Err(_) => {
-                        // Between pushes, so between frames.
-                        out.extend_from_slice(b": ping\n\n");
-                        outcome.pings += 1;
-                        open = send(&tx, &mut out, &mut outcome, started, &mut last_output).await;
-                        continue;
-                    }
+        let ping_at = keepalive.map(|every| tokio::time::Instant::from(last_output + every));
+        let next = tokio::select! {
+            next = body.frame() => Next::Frame(next),
+            () = tx.closed() => Next::ClientGone,
+            () = async {
+                match ping_at {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
                 }
-            }
-            None => body.frame().await,
+            } => Next::KeepAlive,
         };
         let data = match next {
-            None => break,
-            Some(Err(e)) => {
+            Next::ClientGone => {
+                outcome.client_gone = true;
+                break;
+            }
+            Next::KeepAlive => {
+                // Between pushes, so between frames.
+                out.extend_from_slice(b": ping\n\n");
+                outcome.pings += 1;
+                open = send(&tx, &mut out, &mut outcome, started, &mut last_output).await;
+                continue;
+            }
+            Next::Frame(None) => break,
+            Next::Frame(Some(Err(e))) => {
                 // The upstream died mid-body: the end of the input.
                 outcome.upstream_error = Some(e.to_string());
                 break;
             }
-            Some(Ok(frame)) => match frame.into_data() {
+            Next::Frame(Some(Ok(frame))) => match frame.into_data() {
                 Ok(data) => data,
                 Err(_) => continue, // trailers
             },
@@ -497,7 +601,9 @@ async fn rewrite_body(
             }
         }
     }
+    // Closes the upstream request now: a run whose client is gone stops.
     drop(body);
+    drop(upstream);
     if outcome.error.is_none() && !outcome.client_gone {
         match rewriter.finish(&mut out) {
             Ok(_) => {
@@ -517,43 +623,18 @@ async fn rewrite_body(
 
 /// One JSON line on stderr: `agui gateway`'s fields, then the response's.
 fn log_stats(path: &str, n: u64, s: &rewrite::Stats, o: &Outcome, started: Instant) {
-    let fields = [
-        ("bytes_in", s.bytes_in),
-        ("bytes_out", s.bytes_out),
-        ("events", s.events),
-        ("forwarded", s.forwarded),
-        ("relined", s.relined),
-        ("encoded", s.encoded),
-        ("violations", s.violations),
-        ("dropped", s.dropped),
-        ("passed", s.passed),
-        ("repairs", s.repairs),
-        ("duplicate_terminals", s.duplicate_terminals),
-        ("raw_dropped", s.raw_dropped),
-        ("too_large", s.too_large),
-        ("keep_alives", s.keep_alives),
-        ("tool_events_dropped", s.tool_events_dropped),
-        ("streamed", s.streamed),
-        ("cut", s.cut),
-    ];
-    let mut line = String::from("{");
-    for (k, v) in fields {
-        line.push_str(&format!("\"{k}\":{v},"));
-    }
-    let ms = |d: Duration| format!("{:.3}", d.as_secs_f64() * 1e3);
-    let opt = |s: &Option<String>| s.as_deref().map_or("null".to_owned(), json_string);
-    line.push_str(&format!(
-        "\"error\":{},\"path\":{},\"upstream_error\":{},\"client_gone\":{},\"pings\":{},\
-          \"first_byte_ms\":{},\"total_ms\":{},\"rewritten\":{n}}}",
-        opt(&o.error),
-        json_string(path),
-        opt(&o.upstream_error),
-        o.client_gone,
-        o.pings,
-        o.first_byte.map_or("null".to_owned(), ms),
-        ms(started.elapsed()),
-    ));
-    eprintln!("{line}");
+    // Milliseconds, to the microsecond.
+    let ms = |d: Duration| d.as_micros() as f64 / 1e3;
+    let mut line = frontend::StatsLine::new(s);
+    line.field("error", &o.error)
+        .field("path", path)
+        .field("upstream_error", &o.upstream_error)
+        .field("client_gone", &o.client_gone)
+        .field("pings", &o.pings)
+        .field("first_byte_ms", &o.first_byte.map(ms))
+        .field("total_ms", &ms(started.elapsed()))
+        .field("rewritten", &n);
+    eprintln!("{}", line.as_str());
 }
 
 fn json_string(s: &str) -> String {

@@ -1,0 +1,610 @@
+//! What the four gateway front ends share — `agui gateway`,
+//! `examples/http_proxy.rs`, the proxy-wasm filter and the wasm plugin —
+//! so that they take the same options, spelled the same way, and treat a
+//! response the same way.
+//!
+//! Included as a module (`#[path = "…/shared/frontend.rs"] mod frontend;`),
+//! not a package: the front ends depend on the library, and the library's
+//! tests on some of them. It needs only `core`, `agui_stream` (with its
+//! `serde` feature), `heapless`, `serde` (derive) and `serde-json-core`: no
+//! allocator, so the `#![no_std]` wasm plugin includes it too.
+//!
+//! - [`Gateway`]: the configuration — the JSON object the proxy-wasm filter
+//!   takes ([`Gateway::from_json`], its keys below) and the command-line
+//!   flags of `agui gateway` and `http_proxy` ([`Gateway::set`], the
+//!   [`FLAGS`] table) — and its mapping to the library's [`Config`] and
+//!   [`rewrite::Options`].
+//! - The response-header policy: which responses are rewritten
+//!   ([`is_event_stream`], [`is_identity`]) and what a rewritten one's
+//!   headers become ([`RESPONSE_EDITS`]).
+//! - [`StatsLine`]: the statistics of one rewritten stream as one JSON
+//!   object (`Stats`' own serialization), and any fields a front end adds.
+//!
+//! The JSON configuration (every key optional; an unknown key or a bad
+//! value is an error):
+//!
+//! ```json
+//! {"dialect": "v1", "on_violation": "stop", "repair": true, "close_open": false,
+//!  "canonical": false, "drop_raw": false, "max_event_bytes": 0,
+//!  "check_tool_args": false, "strict_end": false, "deny_tools": [],
+//!  "deterministic_ids": false, "buffer": 65536, "keepalive_ms": 15000,
+//!  "request_identity": true, "log_streams": true}
+//! ```
+//!
+//! A front end ignores the keys it has no use for: `keepalive_ms` is
+//! `http_proxy`'s (the filter and the plugin never write on their own),
+//! `request_identity` and `log_streams` the filter's, `buffer` is fixed in
+//! the plugin.
+#![allow(dead_code)]
+
+use core::fmt;
+
+use agui_stream::legacy::Minting;
+use agui_stream::rewrite::{self, OnViolation, RewriteError, Rewriter, Stats};
+use agui_stream::{Config, Dialect, UnknownName};
+use serde::Deserialize;
+
+/// Denied tool names one rewriter holds, and their bytes together (the
+/// library's limits, `Rewriter::deny_tool`).
+pub const DENIED_NAMES: usize = 16;
+/// See [`DENIED_NAMES`].
+pub const DENIED_NAME_BYTES: usize = 256;
+/// The smallest and largest `buffer` (bytes of the frame buffer and of the
+/// raw buffer each, per stream).
+pub const MIN_BUFFER: usize = 64;
+/// See [`MIN_BUFFER`].
+pub const MAX_BUFFER: usize = 16 << 20;
+/// The proxies' default `buffer`.
+pub const DEFAULT_BUFFER: usize = 64 << 10;
+/// `http_proxy`'s default keep-alive interval.
+pub const DEFAULT_KEEPALIVE_MS: u64 = 15_000;
+
+/// How a gateway rewrites streams: the options every front end takes.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Gateway {
+    /// `--dialect v1|v0`.
+    pub dialect: Dialect,
+    /// `--on-violation stop|drop|pass`.
+    pub on_violation: OnViolation,
+    /// `--no-repair` clears it.
+    pub repair: bool,
+    /// `--close-open`.
+    pub close_open: bool,
+    /// `--canonical`.
+    pub canonical: bool,
+    /// `--drop-raw`.
+    pub drop_raw: bool,
+    /// `--max-event-bytes N` (0: no limit).
+    pub max_event_bytes: u64,
+    /// `--check-tool-args`.
+    pub check_tool_args: bool,
+    /// `--strict-end`: a stream that ends with its run unfinished (or
+    /// something open) is a violation of stage `end`.
+    pub strict_end: bool,
+    /// `--deny-tool NAME`, repeatable.
+    pub deny_tools: DeniedTools,
+    /// `--deterministic-ids`: ids minted for translated legacy events
+    /// follow the reference oracle's sequence (for comparing outputs byte
+    /// for byte) instead of being unique per run.
+    pub deterministic_ids: bool,
+    /// `--buffer N`.
+    pub buffer: usize,
+    /// `--keepalive-ms N` (0: never).
+    pub keepalive_ms: u64,
+    /// The filter: a request that accepts `text/event-stream` asks the
+    /// upstream for `accept-encoding: identity`.
+    pub request_identity: bool,
+    /// The filter: one log line per rewritten stream.
+    pub log_streams: bool,
+}
+
+impl Default for Gateway {
+    fn default() -> Self {
+        Gateway {
+            dialect: Dialect::V1,
+            on_violation: OnViolation::Stop,
+            repair: true,
+            close_open: false,
+            canonical: false,
+            drop_raw: false,
+            max_event_bytes: 0,
+            check_tool_args: false,
+            strict_end: false,
+            deny_tools: DeniedTools::default(),
+            deterministic_ids: false,
+            buffer: DEFAULT_BUFFER,
+            keepalive_ms: DEFAULT_KEEPALIVE_MS,
+            request_identity: true,
+            log_streams: true,
+        }
+    }
+}
+
+/// A command-line flag [`Gateway::set`] takes.
+#[derive(Clone, Copy, Debug)]
+pub struct Flag {
+    /// Its name, without `--`.
+    pub name: &'static str,
+    /// What its value is called (`None`: a switch, no value).
+    pub value: Option<&'static str>,
+    /// One line of help.
+    pub help: &'static str,
+}
+
+/// Every flag of [`Gateway::set`], in the order help lists them.
+pub const FLAGS: [Flag; 13] = [
+    Flag {
+        name: "dialect",
+        value: Some("v1|v0"),
+        help: "protocol version (default v1)",
+    },
+    Flag {
+        name: "on-violation",
+        value: Some("stop|drop|pass"),
+        help: "(default stop: a final RUN_ERROR)",
+    },
+    Flag {
+        name: "no-repair",
+        value: None,
+        help: "leave a stream cut mid-run as it is",
+    },
+    Flag {
+        name: "close-open",
+        value: None,
+        help: "close what is open before a final RUN_ERROR",
+    },
+    Flag {
+        name: "max-event-bytes",
+        value: Some("N"),
+        help: "end with RUN_ERROR AGUI_EVENT_TOO_LARGE at a block over N bytes",
+    },
+    Flag {
+        name: "canonical",
+        value: None,
+        help: "re-encode every event in the dialect's stripped form",
+    },
+    Flag {
+        name: "drop-raw",
+        value: None,
+        help: "drop RAW events and rawEvent members",
+    },
+    Flag {
+        name: "deny-tool",
+        value: Some("NAME"),
+        help: "remove every event of calls to tool NAME (repeatable, 16 at most)",
+    },
+    Flag {
+        name: "check-tool-args",
+        value: None,
+        help: "check each tool call's arguments are one JSON value",
+    },
+    Flag {
+        name: "strict-end",
+        value: None,
+        help: "a stream that ends with its run unfinished is a violation",
+    },
+    Flag {
+        name: "deterministic-ids",
+        value: None,
+        help: "mint ids as the reference oracle does (for comparing outputs)",
+    },
+    Flag {
+        name: "buffer",
+        value: Some("N"),
+        help: "frame and raw buffer bytes each, at least 64",
+    },
+    Flag {
+        name: "keepalive-ms",
+        value: Some("N"),
+        help: "`: ping` after N ms without output (default 15000; 0: never)",
+    },
+];
+
+/// What is wrong with a flag or a configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigError {
+    /// Not a flag of [`FLAGS`].
+    UnknownFlag,
+    /// A flag that takes a value had none.
+    MissingValue,
+    /// A switch was given a value.
+    UnexpectedValue,
+    /// A dialect or a policy spelled some other way.
+    Name(UnknownName),
+    /// A number that does not parse.
+    Number,
+    /// `buffer` outside `MIN_BUFFER..=MAX_BUFFER`.
+    Buffer(usize),
+    /// More denied tool names than a rewriter holds.
+    DeniedTools,
+    /// The JSON configuration does not read.
+    Json(serde_json_core::de::Error),
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::UnknownFlag => f.write_str("unknown option"),
+            ConfigError::MissingValue => f.write_str("missing value"),
+            ConfigError::UnexpectedValue => f.write_str("takes no value"),
+            ConfigError::Name(e) => write!(f, "{e}"),
+            ConfigError::Number => f.write_str("not a number"),
+            ConfigError::Buffer(n) => {
+                write!(f, "buffer {n} is outside {MIN_BUFFER}..={MAX_BUFFER}")
+            }
+            ConfigError::DeniedTools => write!(
+                f,
+                "more denied tools than fit ({DENIED_NAMES} names, {DENIED_NAME_BYTES} bytes)"
+            ),
+            ConfigError::Json(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl From<UnknownName> for ConfigError {
+    fn from(e: UnknownName) -> Self {
+        ConfigError::Name(e)
+    }
+}
+
+impl Gateway {
+    /// The flag `name` (without `--`), if [`set`](Gateway::set) takes it.
+    pub fn flag(name: &str) -> Option<&'static Flag> {
+        FLAGS.iter().find(|f| f.name == name)
+    }
+
+    /// Sets what the flag `name` (without `--`) says: `value` is its
+    /// argument (`None` for a switch, see [`Flag::value`]).
+    ///
+    /// # Errors
+    ///
+    /// An unknown flag, a value missing or unexpected, a value that does
+    /// not read.
+    pub fn set(&mut self, name: &str, value: Option<&str>) -> Result<(), ConfigError> {
+        let flag = Gateway::flag(name).ok_or(ConfigError::UnknownFlag)?;
+        let value = match (flag.value, value) {
+            (Some(_), Some(value)) => value,
+            (Some(_), None) => return Err(ConfigError::MissingValue),
+            (None, Some(_)) => return Err(ConfigError::UnexpectedValue),
+            (None, None) => "",
+        };
+        let number = |v: &str| v.parse::<u64>().map_err(|_| ConfigError::Number);
+        match name {
+            "dialect" => self.dialect = value.parse()?,
+            "on-violation" => self.on_violation = value.parse()?,
+            "no-repair" => self.repair = false,
+            "close-open" => self.close_open = true,
+            "max-event-bytes" => self.max_event_bytes = number(value)?,
+            "canonical" => self.canonical = true,
+            "drop-raw" => self.drop_raw = true,
+            "deny-tool" => self.deny_tools.push(value)?,
+            "check-tool-args" => self.check_tool_args = true,
+            "strict-end" => self.strict_end = true,
+            "deterministic-ids" => self.deterministic_ids = true,
+            "buffer" => {
+                let n = usize::try_from(number(value)?).map_err(|_| ConfigError::Number)?;
+                self.buffer = n;
+                self.check_buffer()?;
+            }
+            "keepalive-ms" => self.keepalive_ms = number(value)?,
+            _ => return Err(ConfigError::UnknownFlag),
+        }
+        Ok(())
+    }
+
+    /// The configuration a JSON object gives (the keys above; empty or
+    /// blank text: the defaults), checked.
+    ///
+    /// # Errors
+    ///
+    /// JSON that does not read as the configuration, or a value out of
+    /// range.
+    pub fn from_json(json: &[u8]) -> Result<Gateway, ConfigError> {
+        if json.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Gateway::default());
+        }
+        // Room to unescape one string (a tool name at most this long).
+        let mut unescaped = [0u8; DENIED_NAME_BYTES];
+        let (gateway, _) = serde_json_core::from_slice_escaped::<Gateway>(json, &mut unescaped)
+            .map_err(ConfigError::Json)?;
+        gateway.check_buffer()?;
+        Ok(gateway)
+    }
+
+    fn check_buffer(&self) -> Result<(), ConfigError> {
+        if (MIN_BUFFER..=MAX_BUFFER).contains(&self.buffer) {
+            Ok(())
+        } else {
+            Err(ConfigError::Buffer(self.buffer))
+        }
+    }
+
+    /// The pipeline's configuration.
+    pub fn config(&self) -> Config {
+        let minting = if self.deterministic_ids {
+            Minting::Deterministic
+        } else {
+            Minting::PerRun
+        };
+        Config::new()
+            .dialect(self.dialect)
+            .minting(minting)
+            .check_tool_args(self.check_tool_args)
+            .strict_end(self.strict_end)
+    }
+
+    /// The rewriter's options.
+    pub fn options(&self) -> rewrite::Options {
+        rewrite::Options::new()
+            .on_violation(self.on_violation)
+            .repair(self.repair)
+            .close_open(self.close_open)
+            .canonical(self.canonical)
+            .drop_raw(self.drop_raw)
+            .max_event_bytes(self.max_event_bytes)
+    }
+
+    /// A rewriter with this configuration over `frames` and `raw`, the
+    /// denied tools denied.
+    ///
+    /// # Errors
+    ///
+    /// [`RewriteError::DeniedTools`] if the names do not fit (they do when
+    /// [`DeniedTools::push`] took them).
+    pub fn rewriter<'b>(
+        &self,
+        frames: &'b mut [u8],
+        raw: &'b mut [u8],
+    ) -> Result<Rewriter<'b>, RewriteError> {
+        let mut rewriter = Rewriter::new(frames, raw, self.config(), self.options());
+        self.deny(&mut rewriter)?;
+        Ok(rewriter)
+    }
+
+    /// Denies the denied tools on `rewriter`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Gateway::rewriter`].
+    pub fn deny(&self, rewriter: &mut Rewriter<'_>) -> Result<(), RewriteError> {
+        self.deny_tools
+            .iter()
+            .try_for_each(|name| rewriter.deny_tool(name))
+    }
+
+    /// The keep-alive interval in milliseconds (`None`: never).
+    pub fn keepalive_ms(&self) -> Option<u64> {
+        (self.keepalive_ms > 0).then_some(self.keepalive_ms)
+    }
+}
+
+/// Denied tool names, stored end to end as the rewriter stores them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeniedTools {
+    bytes: heapless::Vec<u8, DENIED_NAME_BYTES>,
+    ends: heapless::Vec<u16, DENIED_NAMES>,
+}
+
+impl DeniedTools {
+    /// Adds `name`.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::DeniedTools`] past [`DENIED_NAMES`] names or
+    /// [`DENIED_NAME_BYTES`] bytes.
+    pub fn push(&mut self, name: &str) -> Result<(), ConfigError> {
+        let end = self
+            .bytes
+            .len()
+            .checked_add(name.len())
+            .and_then(|end| u16::try_from(end).ok())
+            .ok_or(ConfigError::DeniedTools)?;
+        if self.ends.is_full() || self.bytes.extend_from_slice(name.as_bytes()).is_err() {
+            return Err(ConfigError::DeniedTools);
+        }
+        self.ends.push(end).map_err(|_| ConfigError::DeniedTools)
+    }
+
+    /// The names, in the order given.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        let mut start = 0usize;
+        self.ends.iter().map(move |&end| {
+            let end = usize::from(end);
+            let name = self.bytes.get(start..end).unwrap_or_default();
+            start = end;
+            // Whole `str`s went in.
+            core::str::from_utf8(name).unwrap_or_default()
+        })
+    }
+
+    /// No name.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+}
+
+impl<'de> Deserialize<'de> for DeniedTools {
+    /// From an array of strings.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Names;
+        impl<'de> serde::de::Visitor<'de> for Names {
+            type Value = DeniedTools;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array of tool names")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<DeniedTools, A::Error> {
+                let mut tools = DeniedTools::default();
+                while let Some(Name(name)) = seq.next_element::<Name>()? {
+                    tools
+                        .push(&name)
+                        .map_err(|_| serde::de::Error::custom("too many denied tools"))?;
+                }
+                Ok(tools)
+            }
+        }
+        d.deserialize_seq(Names)
+    }
+}
+
+/// One tool name, copied.
+struct Name(heapless::String<DENIED_NAME_BYTES>);
+
+impl<'de> Deserialize<'de> for Name {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl serde::de::Visitor<'_> for Visit {
+            type Value = Name;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a tool name")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Name, E> {
+                let mut name = heapless::String::new();
+                name.push_str(v)
+                    .map_err(|_| E::custom("a tool name over 256 bytes"))?;
+                Ok(Name(name))
+            }
+        }
+        d.deserialize_str(Visit)
+    }
+}
+
+// ------------------------------------------------------------ response headers
+
+/// The media type of `content_type` is `text/event-stream` (parameters
+/// such as `charset` aside).
+pub fn is_event_stream(content_type: &[u8]) -> bool {
+    content_type
+        .split(|&b| b == b';')
+        .next()
+        .unwrap_or_default()
+        .trim_ascii()
+        .eq_ignore_ascii_case(b"text/event-stream")
+}
+
+/// Every coding the `content-encoding` values list is `identity` (an
+/// absent header, an empty value too): a body the rewriter can read. The
+/// values are all the header's lines; each may list codings separated by
+/// commas.
+pub fn is_identity<'a>(content_encoding: impl IntoIterator<Item = &'a [u8]>) -> bool {
+    content_encoding.into_iter().all(|v| {
+        v.split(|&b| b == b',')
+            .map(<[u8]>::trim_ascii)
+            .all(|c| c.is_empty() || c.eq_ignore_ascii_case(b"identity"))
+    })
+}
+
+/// The request's `accept` names `text/event-stream` (the filter then asks
+/// the upstream for `accept-encoding: identity`).
+pub fn accepts_event_stream(accept: &[u8]) -> bool {
+    accept
+        .windows(17)
+        .any(|w| w.eq_ignore_ascii_case(b"text/event-stream"))
+}
+
+/// One change to a rewritten response's headers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeaderEdit {
+    /// Remove the header.
+    Remove(&'static str),
+    /// Set the header to the value, replacing any.
+    Set(&'static str, &'static str),
+    /// Set the header to the value if the response has none.
+    SetIfAbsent(&'static str, &'static str),
+}
+
+/// What a rewritten response's headers become, in order:
+///
+/// - `content-length` goes: the rewritten body has another length.
+/// - `x-accel-buffering: no`: a buffering proxy (nginx) in front passes
+///   each event on at once.
+/// - `cache-control: no-cache` only where the upstream set none: its own
+///   directives (`no-store`, `private`, `no-transform`) say more than
+///   `no-cache` and are kept; overwriting them could let a cache store a
+///   stream the upstream said must not be.
+///
+/// `content-type` stays; a response whose `content-encoding` is not
+/// identity ([`is_identity`]) is not rewritten at all (and keeps its
+/// headers).
+pub const RESPONSE_EDITS: [HeaderEdit; 3] = [
+    HeaderEdit::Remove("content-length"),
+    HeaderEdit::Set("x-accel-buffering", "no"),
+    HeaderEdit::SetIfAbsent("cache-control", "no-cache"),
+];
+
+// ------------------------------------------------------------- the stats line
+
+/// The longest [`StatsLine`] (every counter and table entry at its
+/// largest, and room for a front end's fields).
+pub const STATS_LINE_BYTES: usize = 8 * 1024;
+
+/// One stream's statistics as one JSON object: `Stats`' serialization (its
+/// counters, then `events_in`, `events_out`, `violations_by_stage`), then
+/// the fields a front end adds ([`field`](StatsLine::field)), e.g.
+/// `"error"`. What does not fit [`STATS_LINE_BYTES`] is left out (the
+/// object stays whole).
+pub struct StatsLine {
+    buf: [u8; STATS_LINE_BYTES],
+    /// The bytes written, without the closing brace.
+    len: usize,
+}
+
+impl StatsLine {
+    /// The line of `stats`.
+    pub fn new(stats: &Stats) -> Self {
+        let mut line = StatsLine {
+            buf: [0; STATS_LINE_BYTES],
+            len: 0,
+        };
+        // `{…}`: keep `{…`, the brace goes back at the end.
+        line.len = serde_json_core::to_slice(stats, &mut line.buf)
+            .ok()
+            .and_then(|n| n.checked_sub(1))
+            .unwrap_or(0);
+        if line.len == 0 {
+            // (Cannot happen: the statistics always fit.)
+            line.buf = [0; STATS_LINE_BYTES];
+            line.len = 1;
+            if let Some(b) = line.buf.first_mut() {
+                *b = b'{';
+            }
+        }
+        line
+    }
+
+    /// Adds `"name":value` (nothing if it does not fit).
+    pub fn field<T: serde::Serialize + ?Sized>(&mut self, name: &str, value: &T) -> &mut Self {
+        let start = self.len;
+        let written = (|| {
+            let mut at = start;
+            if at > 1 {
+                *self.buf.get_mut(at)? = b',';
+                at = at.checked_add(1)?;
+            }
+            at = at.checked_add(serde_json_core::to_slice(name, self.buf.get_mut(at..)?).ok()?)?;
+            *self.buf.get_mut(at)? = b':';
+            at = at.checked_add(1)?;
+            at.checked_add(serde_json_core::to_slice(value, self.buf.get_mut(at..)?).ok()?)
+        })();
+        if let Some(end) = written {
+            // Room for the closing brace.
+            if end < self.buf.len() {
+                self.len = end;
+            }
+        }
+        self
+    }
+
+    /// The object.
+    pub fn as_str(&mut self) -> &str {
+        let end = self.len.saturating_add(1);
+        if let Some(b) = self.buf.get_mut(self.len) {
+            *b = b'}';
+        }
+        // Whole UTF-8 values went in.
+        core::str::from_utf8(self.buf.get(..end).unwrap_or_default()).unwrap_or_default()
+    }
+}
