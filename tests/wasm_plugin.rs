@@ -49,6 +49,7 @@ struct Setting {
     canonical: bool,
     drop_raw: bool,
     check_tool_args: bool,
+    strict_end: bool,
     deny_tool: Option<&'static str>,
     deterministic_ids: bool,
 }
@@ -62,6 +63,7 @@ impl Setting {
         canonical: false,
         drop_raw: false,
         check_tool_args: false,
+        strict_end: false,
         deny_tool: None,
         deterministic_ids: false,
     };
@@ -88,6 +90,7 @@ impl Setting {
             ("canonical", self.canonical, d.canonical),
             ("drop_raw", self.drop_raw, d.drop_raw),
             ("check_tool_args", self.check_tool_args, d.check_tool_args),
+            ("strict_end", self.strict_end, d.strict_end),
             ("deterministic_ids", self.deterministic_ids, d.deterministic_ids),
         ] {
             if value != default {
@@ -108,7 +111,8 @@ impl Setting {
             } else {
                 Minting::PerRun
             })
-            .check_tool_args(self.check_tool_args);
+            .check_tool_args(self.check_tool_args)
+            .strict_end(self.strict_end);
         let options = Options::new()
             .on_violation(self.on_violation)
             .repair(self.repair)
@@ -140,6 +144,7 @@ fn settings() -> Vec<Setting> {
             canonical: true,
             drop_raw: true,
             check_tool_args: true,
+            strict_end: true,
             deterministic_ids: true,
             ..d
         },
@@ -502,7 +507,7 @@ fn the_abi_refuses_bad_calls_with_codes() {
 }
 
 /// Configurations the module refuses, each with what its report says.
-const BAD_CONFIGS: [&str; 9] = [
+const BAD_CONFIGS: [&str; 11] = [
     "not json",
     "[]",
     r#"{"dialect":"v2"}"#,
@@ -511,8 +516,10 @@ const BAD_CONFIGS: [&str; 9] = [
     r#"{"max_event_bytes":-1}"#,
     r#"{"unknown":1}"#,
     r#"{"deny_tools":"calc"}"#,
-    // One name more than the rewriter holds (16): refused after the
-    // rewriter was built, the path that must give the buffers back.
+    r#"{"deny_tools":[1]}"#,
+    // The module's buffers are fixed.
+    r#"{"buffer":1024}"#,
+    // One name more than the rewriter holds (16).
     r#"{"deny_tools":["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q"]}"#,
 ];
 
@@ -541,12 +548,14 @@ fn a_bad_configuration_is_refused_and_the_next_good_one_works() {
         let pieces = rng.pieces(stream.len());
         compare(&mut plugin, "langgraph-tool-call.sse", &stream, &pieces, &good);
     }
-    // Sixteen names fit.
+    // Sixteen names fit; the proxies' keys are taken (and ignored).
     let names: Vec<String> = (0..16).map(|i| format!("\"tool{i}\"")).collect();
     assert_eq!(
         plugin.init(&format!(r#"{{"deny_tools":[{}]}}"#, names.join(","))),
         0
     );
+    let proxies = r#"{"buffer":65536,"keepalive_ms":0,"request_identity":false,"log_streams":false}"#;
+    assert_eq!(plugin.init(proxies), 0, "{}", plugin.report()["error"]);
 }
 
 #[test]

@@ -20,21 +20,26 @@
 //! exports (a missing export fails at link time) instead of from a stream
 //! rewritten with the wrong settings.
 //!
-//! The configuration is the JSON object the proxy-wasm filter takes
-//! (`examples/proxy-wasm`), every key optional, an unknown key or a bad
-//! value refused:
+//! The configuration is the JSON object every front end takes (the
+//! proxy-wasm filter's plugin configuration; `agui gateway`'s flags name
+//! the same settings), read by the front ends' shared helper
+//! (`examples/shared/frontend.rs`). Every key is optional; an unknown key or
+//! a bad value is refused:
 //!
 //! ```json
 //! {"dialect": "v1", "on_violation": "stop", "repair": true, "close_open": false,
 //!  "canonical": false, "drop_raw": false, "max_event_bytes": 0,
-//!  "check_tool_args": false, "deny_tools": [], "deterministic_ids": false}
+//!  "check_tool_args": false, "strict_end": false, "deny_tools": [],
+//!  "deterministic_ids": false}
 //! ```
 //!
 //! `{}` (or `len` 0) is the defaults: V1, stop on a violation, repair, ids
 //! minted per run. `deterministic_ids: true` mints the reference oracle's
 //! sequence instead, as `agui gateway --deterministic-ids` does (tests ask
-//! for it, to compare bytes). At most 16 `deny_tools` names, none with a
-//! JSON escape.
+//! for it, to compare bytes). At most 16 `deny_tools` names (256 bytes).
+//! The proxies' keys are taken too: `buffer` must be 65536 (this module's
+//! buffers are fixed), `keepalive_ms`, `request_identity` and `log_streams`
+//! are ignored (the module never writes on its own and sees no headers).
 //!
 //! A host drives it like this:
 //!
@@ -93,11 +98,13 @@
 // only unsafe code, each allowed where it stands; there is no unsafe block.
 #![deny(unsafe_code)]
 
-mod settings;
+#[path = "../../shared/frontend.rs"]
+mod frontend;
 
 use agui_stream::rewrite::{Options, RewriteError, Rewriter, Stats};
 use agui_stream::{Config, SliceWriter};
 use core::fmt::Write as _;
+use frontend::{ConfigError, Gateway, StatsLine};
 use spin::{Mutex, MutexGuard};
 
 /// The pipeline's frame buffer: a frame up to this size that spans pushes
@@ -112,8 +119,6 @@ pub const INPUT_CAP: usize = 16 * 1024;
 /// buffers can hold (`Rewriter::frame_bound`, checked by `agui_init_v1`),
 /// so that an empty output always takes the next block.
 pub const OUTPUT_CAP: usize = 3 * (RAW_CAP + INPUT_CAP) + 24 * 1024;
-/// The report's buffer.
-const REPORT_CAP: usize = 8 * 1024;
 
 /// Why a call failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,7 +162,9 @@ impl core::fmt::Display for Failure {
 #[derive(Clone, Copy, Debug)]
 enum InitError {
     BadLength,
-    Config(settings::Error),
+    Config(ConfigError),
+    /// `buffer` is not this build's.
+    Buffer(usize),
     DenyTools(RewriteError),
     /// The buffer sizes of this build cannot promise progress.
     Sizes(RewriteError),
@@ -177,6 +184,10 @@ impl core::fmt::Display for InitError {
         match self {
             InitError::BadLength => Failure::BadArgument.fmt(f),
             InitError::Config(e) => write!(f, "bad configuration: {e}"),
+            InitError::Buffer(n) => write!(
+                f,
+                "bad configuration: buffer {n}: this module's buffers are {FRAME_CAP} bytes"
+            ),
             InitError::DenyTools(e) => write!(f, "bad configuration: deny_tools: {e}"),
             InitError::Sizes(e) => e.fmt(f),
         }
@@ -263,46 +274,15 @@ static OUTPUT: Mutex<Output> = Mutex::new(Output {
     buf: [0; OUTPUT_CAP],
     len: 0,
 });
-static REPORT: Mutex<Report> = Mutex::new(Report {
-    buf: [0; REPORT_CAP],
-    len: 0,
-});
+/// The report, rendered by `agui_report_len`: `agui gateway`'s stats line
+/// (the shared front-end helper's), with `"error"`.
+static REPORT: Mutex<Option<StatsLine>> = Mutex::new(None);
 static MODULE: Mutex<Option<Module>> = Mutex::new(None);
 
 /// The output of the last call.
 struct Output {
     buf: [u8; OUTPUT_CAP],
     len: usize,
-}
-
-/// The report, rendered by `agui_report_len`.
-struct Report {
-    buf: [u8; REPORT_CAP],
-    len: usize,
-}
-
-impl Report {
-    /// The `agui gateway` stderr line's object: the statistics as the
-    /// library serializes them (`Stats`' `Serialize`, the fields of that
-    /// line), then `"error"`. 8 KiB hold every field with every count at
-    /// its largest.
-    fn render(&mut self, stats: &Stats, error: Option<&str>) {
-        self.len = serde_json_core::to_slice(stats, &mut self.buf)
-            .ok()
-            .and_then(|n| {
-                // `{…}` becomes `{…,"error":…}`.
-                let end = n.checked_sub(1)?;
-                let rest = self.buf.get_mut(end..)?;
-                let tail = b",\"error\":";
-                rest.get_mut(..tail.len())?.copy_from_slice(tail);
-                let at = end + tail.len();
-                let written = serde_json_core::to_slice(&error, self.buf.get_mut(at..)?).ok()?;
-                let close = at + written;
-                *self.buf.get_mut(close)? = b'}';
-                Some(close + 1)
-            })
-            .unwrap_or(0);
-    }
 }
 
 /// The frame and raw buffers: from the old rewriter, or, at the first
@@ -339,18 +319,23 @@ pub extern "C" fn agui_init_v1(len: i32) -> i32 {
     };
     // From here on every path stores the rewriter (and so the buffers)
     // back in `slot`: no early return.
-    let plan = match json {
-        Some(json) => settings::Plan::from_json(json).map_err(InitError::Config),
+    let gateway = match json {
+        Some(json) => Gateway::from_json(json).map_err(InitError::Config),
         None => Err(InitError::BadLength),
     };
-    let (config, options) = plan
-        .as_ref()
-        .map_or((Config::new(), Options::new()), |p| (p.config, p.options));
+    let gateway = gateway.and_then(|g| match g.buffer {
+        // Fixed in this module; `keepalive_ms`, `request_identity` and
+        // `log_streams` are the proxies' and ignored here.
+        FRAME_CAP => Ok(g),
+        n => Err(InitError::Buffer(n)),
+    });
+    let (config, options) = match &gateway {
+        Ok(g) => (g.config(), g.options()),
+        Err(_) => (Config::new(), Options::new()),
+    };
     let mut rewriter = Rewriter::new(frame, raw, config, options);
-    let result = plan.and_then(|plan| {
-        for name in plan.deny_tools() {
-            rewriter.deny_tool(name).map_err(InitError::DenyTools)?;
-        }
+    let result = gateway.and_then(|gateway| {
+        gateway.deny(&mut rewriter).map_err(InitError::DenyTools)?;
         let needed = rewriter.frame_bound(RAW_CAP + INPUT_CAP);
         if needed > OUTPUT_CAP {
             // The sizes above are wrong: this build cannot promise progress.
@@ -550,7 +535,9 @@ pub extern "C" fn agui_output_len() -> i32 {
 #[allow(unsafe_code)]
 #[unsafe(no_mangle)]
 pub extern "C" fn agui_report_ptr() -> i32 {
-    address(REPORT.lock().buf.as_ptr())
+    let mut report = REPORT.lock();
+    let line = report.get_or_insert_with(|| StatsLine::new(&Stats::default()));
+    address(line.as_str().as_ptr())
 }
 
 /// Renders the report — the statistics and the last call's error as one
@@ -560,15 +547,15 @@ pub extern "C" fn agui_report_ptr() -> i32 {
 #[unsafe(no_mangle)]
 pub extern "C" fn agui_report_len() -> i32 {
     let guard = MODULE.lock();
+    let not_initialized = Message::of(Failure::NotInitialized);
+    let (stats, error) = match guard.as_ref() {
+        Some(module) => (module.rewriter.stats(), module.error.text()),
+        None => (&Stats::default(), not_initialized.text()),
+    };
     let mut report = REPORT.lock();
-    match guard.as_ref() {
-        Some(module) => report.render(module.rewriter.stats(), module.error.text()),
-        None => report.render(
-            &Stats::default(),
-            Message::of(Failure::NotInitialized).text(),
-        ),
-    }
-    i32::try_from(report.len).unwrap_or(0)
+    let line = report.insert(StatsLine::new(stats));
+    let len = line.field("error", &error).as_str().len();
+    i32::try_from(len).unwrap_or(0)
 }
 
 #[cfg(target_arch = "wasm32")]
