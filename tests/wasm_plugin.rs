@@ -91,7 +91,11 @@ impl Setting {
             ("drop_raw", self.drop_raw, d.drop_raw),
             ("check_tool_args", self.check_tool_args, d.check_tool_args),
             ("strict_end", self.strict_end, d.strict_end),
-            ("deterministic_ids", self.deterministic_ids, d.deterministic_ids),
+            (
+                "deterministic_ids",
+                self.deterministic_ids,
+                d.deterministic_ids,
+            ),
         ] {
             if value != default {
                 members.push(format!(r#""{name}":{value}"#));
@@ -278,7 +282,12 @@ impl Plugin {
     /// output, the last code, and the report.
     fn run(&mut self, stream: &[u8], pieces: &[usize], setting: &Setting) -> Run {
         let config = setting.json();
-        assert_eq!(self.init(&config), 0, "{config}: {}", self.report()["error"]);
+        assert_eq!(
+            self.init(&config),
+            0,
+            "{config}: {}",
+            self.report()["error"]
+        );
         self.run_initialized(stream, pieces)
     }
 
@@ -546,7 +555,13 @@ fn a_bad_configuration_is_refused_and_the_next_good_one_works() {
             assert_eq!(plugin.call0(plugin.finish), -1, "{bad}");
         }
         let pieces = rng.pieces(stream.len());
-        compare(&mut plugin, "langgraph-tool-call.sse", &stream, &pieces, &good);
+        compare(
+            &mut plugin,
+            "langgraph-tool-call.sse",
+            &stream,
+            &pieces,
+            &good,
+        );
     }
     // Sixteen names fit; the proxies' keys are taken (and ignored).
     let names: Vec<String> = (0..16).map(|i| format!("\"tool{i}\"")).collect();
@@ -554,7 +569,8 @@ fn a_bad_configuration_is_refused_and_the_next_good_one_works() {
         plugin.init(&format!(r#"{{"deny_tools":[{}]}}"#, names.join(","))),
         0
     );
-    let proxies = r#"{"buffer":65536,"keepalive_ms":0,"request_identity":false,"log_streams":false}"#;
+    let proxies =
+        r#"{"buffer":65536,"keepalive_ms":0,"request_identity":false,"log_streams":false}"#;
     assert_eq!(plugin.init(proxies), 0, "{}", plugin.report()["error"]);
 }
 

@@ -27,6 +27,14 @@
 //! (`BadArgument`, which the SDK turns into a panic): it is rewritten but
 //! not repaired, and counted.
 //!
+//! So behind Envoy a run cut inside a chunked body is reset, not repaired
+//! — and uvicorn (every FastAPI/Starlette agent server) streams chunked:
+//! an agent that crashes mid-run leaves the client with its complete
+//! events and a reset stream, no `RUN_ERROR`. Where the client must get a
+//! proper end (`RUN_ERROR` `AGUI_STREAM_TRUNCATED`), put `http_proxy` (or
+//! `agui gateway`) in front instead: it sees the cut as the end of the
+//! body and repairs it.
+//!
 //! Nothing here panics on any input: the host calls go through [`host`],
 //! which never unwraps a status (the SDK's context methods do), and a
 //! rewriter error (which cannot happen with a `Vec` output and the buffer
