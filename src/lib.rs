@@ -52,43 +52,44 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+// The layers, each importing only from those above it
+// (`scripts/check_layers.py` checks it): the leaves `capacity` and
+// `testing`, then `protocol`, `view`, `store`, `input`, `check`,
+// `pipeline`, `output` (with the rewriter).
 mod capacity;
 mod check;
-mod error;
-mod event;
-mod event_type;
-mod fast;
-mod ids;
 mod input;
 mod output;
 mod pipeline;
-pub mod rewrite;
-mod string;
-/// The work counter behind `tests/linear_time.rs` (test support, not API).
-#[cfg(feature = "work-count")]
+mod protocol;
+mod store;
+/// Test hooks (not API): the fast-path switch and the work counter
+/// behind `tests/linear_time.rs` (feature `work-count`).
 #[doc(hidden)]
-pub mod work;
-#[cfg(not(feature = "work-count"))]
-mod work;
+pub mod testing;
+mod view;
 
 pub use check::{legacy, normalize, verify};
 pub use input::{json, sse};
+pub use output::rewrite;
 
 pub use capacity::Capacity;
 pub use check::decode::{DecodeError, decode};
-pub use check::schema::{Dialect, ExpectedKind, SchemaError, SchemaObject, SchemaProblem};
+pub use check::schema::{ExpectedKind, SchemaError, SchemaProblem};
 pub use check::spilled::StandIns;
-pub use error::{Error, ErrorKind, Stage, UnknownName};
-pub use event::Event;
-pub use event_type::{EventType, Key, Member};
 pub use output::encode::{
     BufferFull, FmtWriter, SliceWriter, Write, encode, encode_to_slice, write_str,
 };
+pub use pipeline::error::{Error, ErrorKind, Stage};
 pub use pipeline::{
     Config, DEFAULT_ID_BYTES, DEFAULT_OPEN_IDS, DEFAULT_OWNERS, FrameInfo, LANE_BYTES, LANES,
     OpenCounts, Pipeline, Policy, Sink, Skipped, Summary,
 };
-pub use string::{BufferTooSmall, Chars, JsonStr, Unescaped};
+pub use protocol::dialect::{Dialect, UnknownName};
+pub use protocol::event_type::{EventType, Key, Member};
+pub use protocol::schema::SchemaObject;
+pub use view::event::Event;
+pub use view::string::{BufferTooSmall, Chars, JsonStr, Unescaped};
 
 /// The README's example, compiled and run as a doctest.
 #[cfg(doctest)]

@@ -5,7 +5,8 @@
 
 mod common;
 
-use agui_stream::{Config, Dialect, Event, FrameInfo, Pipeline, work};
+use agui_stream::testing::take_work;
+use agui_stream::{Config, Dialect, Event, FrameInfo, Pipeline};
 
 /// About 1 MB: the real captures, repeated.
 fn stream() -> Vec<u8> {
@@ -25,12 +26,12 @@ fn work_for(stream: &[u8], push: usize, dialect: Dialect) -> (usize, u64) {
     let mut p = Pipeline::new(&mut buf, Config::new().dialect(dialect));
     let mut events = 0u64;
     let mut sink = |_: &Event<'_>, _: &FrameInfo| events += 1;
-    work::take();
+    take_work();
     for piece in stream.chunks(push) {
         p.push(piece, &mut sink).unwrap();
     }
     p.finish(&mut sink).unwrap();
-    (work::take(), events)
+    (take_work(), events)
 }
 
 /// The only test in this binary: the work counter is process-global.
@@ -62,12 +63,12 @@ fn work_does_not_depend_on_the_split() {
         let config = Config::new().check_tool_args(true);
         let mut p = Pipeline::new(&mut buf, config);
         let mut sink = |_: &Event<'_>, _: &FrameInfo| {};
-        work::take();
+        take_work();
         for piece in s.chunks(1460) {
             p.push(piece, &mut sink).unwrap();
         }
         assert!(p.finish(&mut sink).unwrap().is_complete());
-        work::take() as f64 / s.len() as f64
+        take_work() as f64 / s.len() as f64
     };
     // Frames that spill past a 64-byte buffer cost about what they cost
     // whole: each byte is scanned, and read for the stand-in, once (at most
@@ -86,13 +87,13 @@ fn work_does_not_depend_on_the_split() {
         let mut buf = vec![0u8; buffer];
         let mut p = Pipeline::new(&mut buf, Config::new().policy(agui_stream::Policy::Monitor));
         let mut sink = |_: &Event<'_>, _: &FrameInfo| {};
-        work::take();
+        take_work();
         for piece in big.chunks(push) {
             p.push(piece, &mut sink).unwrap();
         }
         // Spilled or not, every frame passes (as stand-ins when spilled).
         assert_eq!(p.finish(&mut sink).unwrap().violations, 0);
-        work::take()
+        take_work()
     };
     let (kept, spilled) = (spill_work(1 << 20, big.len()), spill_work(64, 7));
     eprintln!("50 frames of 20 kB: work {kept} whole, {spilled} spilled in 7-byte pushes");
@@ -171,12 +172,12 @@ fn snapshot_work(
     let mut p = Pipeline::new(&mut buf, Config::new());
     let mut spilled = false;
     let mut sink = |_: &Event<'_>, f: &FrameInfo| spilled |= f.spilled;
-    work::take();
+    take_work();
     for piece in s.chunks(push) {
         p.push(piece, &mut sink).unwrap();
     }
     p.finish(&mut sink).unwrap();
-    (work::take() as f64 / s.len() as f64, spilled)
+    (take_work() as f64 / s.len() as f64, spilled)
 }
 
 /// A run of `calls` tool calls, each with a message, arguments and result.

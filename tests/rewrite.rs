@@ -540,6 +540,51 @@ fn keep_alives_go_between_blocks() {
     assert_eq!(r.stats().keep_alives, 1);
 }
 
+/// The filter holds its documented limits, and compares names and ids by
+/// their text, however the stream escapes them (a name JSON escapes, the
+/// sixteenth name, ids spelled with escapes).
+#[test]
+fn denied_tools_match_by_text_up_to_the_limits() {
+    use agui_stream::rewrite::{DENIED_TOOL_BYTES, DENIED_TOOLS};
+    let stream = common::sse(&[
+        RUN_STARTED,
+        &common::start("m"),
+        r#"{"type":"TOOL_CALL_START","toolCallId":"a","toolCallName":"q\"x","parentMessageId":"m"}"#,
+        r#"{"type":"TOOL_CALL_END","toolCallId":"\u0061"}"#,
+        r#"{"type":"TOOL_CALL_START","toolCallId":"b","toolCallName":"t\u0031\u0035","parentMessageId":"m"}"#,
+        r#"{"type":"TOOL_CALL_ARGS","toolCallId":"b","delta":"{}"}"#,
+        r#"{"type":"TOOL_CALL_END","toolCallId":"b"}"#,
+        r#"{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"t16","parentMessageId":"m"}"#,
+        r#"{"type":"TOOL_CALL_END","toolCallId":"c"}"#,
+        &common::end("m"),
+        RUN_FINISHED,
+    ]);
+    let (mut frames, mut raw) = (vec![0u8; 4096], vec![0u8; 4096]);
+    let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+    r.deny_tool("q\"x").unwrap();
+    for i in 1..DENIED_TOOLS {
+        r.deny_tool(&format!("t{i}")).unwrap();
+    }
+    assert_eq!(r.deny_tool("t16"), Err(RewriteError::DeniedTools));
+    let mut out = Vec::new();
+    r.push(&stream, &mut out).unwrap();
+    r.finish(&mut out).unwrap();
+    let text = String::from_utf8_lossy(&out);
+    assert!(
+        !text.contains(r#""a""#) && !text.contains(r#""b""#),
+        "{text}"
+    );
+    assert!(text.contains(r#""toolCallName":"t16""#), "{text}");
+    assert_eq!(r.stats().tool_events_dropped, 5);
+    assert_eq!(events(&out, Config::new()).1, Ok(()));
+    // The names' bytes are counted as JSON text: a quote takes two.
+    let (mut frames, mut raw) = ([0u8; 64], [0u8; 64]);
+    let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+    let quotes = "\"".repeat(DENIED_TOOL_BYTES / 2);
+    assert!(r.deny_tool(&quotes).is_ok());
+    assert_eq!(r.deny_tool("x"), Err(RewriteError::DeniedTools));
+}
+
 #[test]
 fn denied_tools_leave_no_trace() {
     let stream = common::sse(&[

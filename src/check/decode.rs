@@ -3,13 +3,15 @@
 use core::fmt;
 
 use crate::capacity::{Capacity, saturate};
-use crate::check::schema::{
-    self, Dialect, Fault, Presence, SchemaError, SchemaObject, SchemaProblem, Site, Verdict,
-};
-use crate::event::Event;
-use crate::event_type::{EventType, Key, Member};
-use crate::input::json::{self, JsonError, JsonKind, Limits, RawJson};
-use crate::string::JsonStr;
+use crate::check::schema::{self, Fault, SchemaError, SchemaProblem, Site, Verdict};
+use crate::input::json::{self, JsonError, Limits};
+use crate::protocol::dialect::Dialect;
+use crate::protocol::event_type::{EventType, Key, Member};
+use crate::protocol::schema::{Presence, SchemaObject, event_fields};
+use crate::view::event::Event;
+use crate::view::json::{JsonKind, RawJson};
+use crate::view::shaped::LEGACY_COMPARISON_BUDGET;
+use crate::view::string::JsonStr;
 
 /// Why a payload did not decode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,7 +116,7 @@ pub fn decode(
         };
     };
     let mut event = Event::empty(ty, dialect, Some(root));
-    let fields = schema::event_fields(dialect, ty);
+    let fields = event_fields(dialect, ty);
     if dialect == Dialect::V0 && !event.names(Key::SubagentRunId) {
         event.set_passthrough_tag(values.get(Key::SubagentRunId as usize).copied().flatten());
     }
@@ -153,7 +155,7 @@ pub fn decode(
                     }
                     Err(Fault::LegacyPartBudget) => {
                         return Err(DecodeError::Capacity(Capacity::LegacyParts {
-                            budget: saturate(schema::LEGACY_COMPARISON_BUDGET),
+                            budget: saturate(LEGACY_COMPARISON_BUDGET),
                         }));
                     }
                 }

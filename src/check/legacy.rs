@@ -6,10 +6,11 @@
 //! continuation and end events reuse (`title` is dropped). A continuation
 //! with no opener before it gets a minted id of its own.
 
-use crate::event::Event;
-use crate::event_type::{EventType, Key};
-use crate::ids::StoredStr;
-use crate::input::json::RawJson;
+use crate::protocol::event_type::{EventType, Key};
+use crate::protocol::roles::REASONING_ROLE;
+use crate::store::StoredStr;
+use crate::view::event::Event;
+use crate::view::json::RawJson;
 
 /// How minted ids are made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -27,9 +28,6 @@ pub enum Minting {
 
 /// `"` + 36 characters + `"`.
 const ID_LEN: usize = 38;
-
-/// The role every reasoning message has.
-pub(crate) const REASONING_ROLE: RawJson<'static> = RawJson::exact(b"\"reasoning\"");
 
 /// The translator's state: the open span's and message's ids.
 ///
@@ -181,7 +179,7 @@ impl Translator {
         }
         out.set(Key::MessageId, Some(id.json()));
         if new_type == T::ReasoningMessageStart {
-            out.set(Key::Role, Some(REASONING_ROLE));
+            out.set(Key::Role, Some(RawJson::exact(REASONING_ROLE)));
         }
         Some(out)
     }

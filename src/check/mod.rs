@@ -1,7 +1,9 @@
-//! Checking: a frame's JSON → a validated event ([`decode`] against the
-//! [`schema`] tables), V1's translation of legacy events ([`legacy`]),
-//! chunk expansion ([`normalize`]) and the run's lifecycle ([`verify`]);
-//! frames larger than the buffer are checked as they stream ([`spilled`]).
+//! Checking: a frame's JSON → a validated event ([`decode`], with the
+//! [`schema`] checker over `protocol::schema`'s tables), V1's translation
+//! of legacy events ([`legacy`]), chunk expansion ([`normalize`]) and the
+//! run's lifecycle ([`verify`]);
+//! frames larger than the buffer are checked as they stream, and their
+//! verdict given at their end ([`spilled`]).
 
 pub(crate) mod decode;
 pub mod legacy;

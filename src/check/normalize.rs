@@ -12,12 +12,13 @@
 use core::fmt;
 
 use crate::capacity::{Capacity, saturate};
-use crate::check::schema::{Dialect, TEXT_ROLE_VALUES, TEXT_ROLES};
-use crate::event::Event;
-use crate::event_type::{EventType, Key};
-use crate::ids::{Kept, Pool, Span};
-use crate::input::json::RawJson;
-use crate::string::JsonStr;
+use crate::protocol::dialect::Dialect;
+use crate::protocol::event_type::{EventType, Key};
+use crate::protocol::roles::{REASONING_ROLE, TEXT_ROLE_VALUES, TEXT_ROLES};
+use crate::store::{Kept, Pool, Span};
+use crate::view::event::Event;
+use crate::view::json::RawJson;
+use crate::view::string::JsonStr;
 
 /// What a lane streams.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -613,7 +614,7 @@ impl<const LANES: usize, const LANE_BYTES: usize> Normalizer<LANES, LANE_BYTES> 
             LaneKind::Text => {
                 let role = TEXT_ROLE_VALUES
                     .get(usize::from(lane.role))
-                    .and_then(RawJson::as_str);
+                    .and_then(|&r| RawJson::exact(r).as_str());
                 [
                     (Key::Role, chunk.role(), role),
                     (Key::Name, chunk.name(), lane.text(pool, Part::Name)),
@@ -657,7 +658,9 @@ impl<const LANES: usize, const LANE_BYTES: usize> Normalizer<LANES, LANE_BYTES> 
         start.set(Key::Metadata, chunk.metadata());
         match kind {
             LaneKind::Text => {
-                let role = TEXT_ROLE_VALUES.get(usize::from(role)).copied();
+                let role = TEXT_ROLE_VALUES
+                    .get(usize::from(role))
+                    .map(|&r| RawJson::exact(r));
                 start.set(Key::Role, chunk.get(Key::Role).or(role));
                 start.set(Key::Name, chunk.get(Key::Name));
             }
@@ -665,7 +668,7 @@ impl<const LANES: usize, const LANE_BYTES: usize> Normalizer<LANES, LANE_BYTES> 
                 start.set(Key::ToolCallName, chunk.get(Key::ToolCallName));
                 start.set(Key::ParentMessageId, chunk.get(Key::ParentMessageId));
             }
-            LaneKind::Reasoning => start.set(Key::Role, Some(crate::check::legacy::REASONING_ROLE)),
+            LaneKind::Reasoning => start.set(Key::Role, Some(RawJson::exact(REASONING_ROLE))),
         }
         start
     }

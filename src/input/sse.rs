@@ -212,8 +212,13 @@ pub struct Frame<'a> {
     pub event: FieldValue<'a>,
     /// The last event ID (persists across frames until changed; an `id` value containing NUL is ignored).
     pub id: FieldValue<'a>,
-    /// See [`Framer::plain`]: no line of the block ended in CR, and none
-    /// was a bare `data`.
+    /// The gateway's re-lining hook, found while the block is scanned: no
+    /// line of the block ended in CR and none was a bare `data` (a field
+    /// without a colon), so its bytes read the same to the reference
+    /// client, which splits lines only on LF and knows no bare `data`, and
+    /// the rewriter ([`rewrite`](crate::rewrite)) forwards them without
+    /// reading them again (`FrameInfo::plain` passes it on). Exact under
+    /// any split of the input (`tests::plain_is_exact_under_any_split`).
     pub(crate) plain: bool,
 }
 
@@ -418,7 +423,7 @@ struct Dispatch {
     event: Stored,
     id: Stored,
     id_in_b: bool,
-    /// See [`Framer::plain`].
+    /// [`Frame::plain`].
     plain: bool,
 }
 
@@ -756,13 +761,13 @@ impl<'b, S: SpillSink> Framer<'b, S> {
             if first == b'\n'
                 && self.line == Line::Start
                 && self.mode == Mode::Buffered
-                && crate::fast::paths()
+                && crate::testing::fast_paths()
             {
                 // Fast path: the blank line that ends a spanning frame. What
                 // `scan` (nothing, at a line start) and `end_line` (dispatch
                 // a block with data) would do; no CR is pending here (handled
                 // just above). `tests::value_fast_path_matches_general_path`.
-                crate::work::add(1);
+                crate::testing::count_work(1);
                 let e = at.saturating_add(1);
                 *i = e;
                 return Ok(Some(Step::Frame(self.take(cur.at(e), true))));
@@ -772,7 +777,7 @@ impl<'b, S: SpillSink> Framer<'b, S> {
                 *i = at.saturating_add(d.len);
                 return Ok(Some(Step::Frame(d.dispatch)));
             }
-            crate::work::add(found.map_or(rest.len(), |k| k.saturating_add(1)));
+            crate::testing::count_work(found.map_or(rest.len(), |k| k.saturating_add(1)));
             match found {
                 Some(k) => {
                     let e = at.saturating_add(k);
@@ -812,12 +817,12 @@ impl<'b, S: SpillSink> Framer<'b, S> {
         if self.line != Line::Value(Field::Data)
             || self.mode != Mode::Buffered
             || rest.is_empty()
-            || !crate::fast::paths()
+            || !crate::testing::fast_paths()
         {
             return Ok(0);
         }
         let found = line_end(rest);
-        crate::work::add(found.map_or(rest.len(), |k| k.saturating_add(1)));
+        crate::testing::count_work(found.map_or(rest.len(), |k| k.saturating_add(1)));
         let Some(k) = found else {
             self.push_buf(rest, at)?;
             return Ok(rest.len());
@@ -840,7 +845,7 @@ impl<'b, S: SpillSink> Framer<'b, S> {
     /// `tests::value_fast_path_matches_general_path` compares it with the
     /// general path.
     fn open_data_piece(&mut self, rest: &[u8], at: usize, cur: Cursor) -> Result<bool, Error> {
-        if self.line != Line::Start || self.mode != Mode::Empty || !crate::fast::paths() {
+        if self.line != Line::Start || self.mode != Mode::Empty || !crate::testing::fast_paths() {
             return Ok(false);
         }
         let Some(value) = rest.strip_prefix(b"data:").filter(|v| !v.is_empty()) else {
@@ -893,7 +898,7 @@ impl<'b, S: SpillSink> Framer<'b, S> {
         let skip = usize::from(value.first() == Some(&b' '));
         // The line and the blank line.
         let len = eol.checked_add(2)?;
-        crate::work::add(len);
+        crate::testing::count_work(len);
         let a = at.saturating_add(5).saturating_add(skip);
         let b = at.saturating_add(eol);
         if self.block_start.is_none() {
@@ -1080,7 +1085,7 @@ impl<'b, S: SpillSink> Framer<'b, S> {
             && let Some(end) = len.checked_add(bytes.len())
             && let Some(dst) = self.buf.get_mut(len..end)
         {
-            crate::work::add(bytes.len());
+            crate::testing::count_work(bytes.len());
             copy(dst, bytes);
             self.len = end;
             return Ok(());
@@ -2180,13 +2185,13 @@ mod tests {
             for pushes in &splits {
                 for cap in [4, 16, 256] {
                     let fast = run_pushes(pushes, cap).ok();
-                    let general = crate::fast::general_only(|| run_pushes(pushes, cap).ok());
+                    let general = crate::testing::general_only(|| run_pushes(pushes, cap).ok());
                     assert_eq!(fast, general, "{pushes:?} cap {cap}");
                     let fast = absorbing(pushes, cap).ok();
-                    let general = crate::fast::general_only(|| absorbing(pushes, cap).ok());
+                    let general = crate::testing::general_only(|| absorbing(pushes, cap).ok());
                     assert_eq!(fast, general, "{pushes:?} cap {cap}");
                     let fast = run_spilling(pushes, cap);
-                    let general = crate::fast::general_only(|| run_spilling(pushes, cap));
+                    let general = crate::testing::general_only(|| run_spilling(pushes, cap));
                     assert_eq!(fast, general, "{pushes:?} cap {cap}");
                 }
             }
@@ -2227,7 +2232,7 @@ mod tests {
             for size in 1..=9 {
                 let pushes: Vec<&[u8]> = s.chunks(size).collect();
                 assert_eq!(plains(s, &pushes), whole);
-                let general = crate::fast::general_only(|| plains(s, &pushes));
+                let general = crate::testing::general_only(|| plains(s, &pushes));
                 assert_eq!(general, whole);
             }
         }

@@ -6,9 +6,9 @@
 use core::fmt;
 
 use super::walk::{self, Name, Node};
-use crate::event::Event;
-use crate::input::json::{RawJson, Token, Tokens};
-use crate::string::{JsonStr, encode_wtf8};
+use crate::view::event::Event;
+use crate::view::json::{RawJson, Token, Tokens};
+use crate::view::string::{JsonStr, encode_wtf8};
 
 /// Where the encoder writes.
 pub trait Write {
@@ -256,8 +256,8 @@ fn write_char<W: Write + ?Sized>(c: u32, out: &mut W) -> Result<(), BufferFull> 
 mod tests {
     use super::*;
     use crate::check::decode::decode;
-    use crate::check::schema::Dialect;
     use crate::input::json::Limits;
+    use crate::protocol::dialect::Dialect;
     extern crate std;
     use std::string::String;
     use std::vec::Vec;

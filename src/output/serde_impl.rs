@@ -11,8 +11,8 @@
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 
 use super::walk::{self, Name, Node};
-use crate::event::Event;
-use crate::input::json::{JsonKind, RawJson};
+use crate::view::event::Event;
+use crate::view::json::{JsonKind, RawJson};
 
 impl<'a> RawJson<'a> {
     /// Deserializes this value with `serde-json-core` (no allocation): typed

@@ -13,10 +13,12 @@
 //! which the writer puts first). A writer recurses once per schema level (at
 //! most six), never per JSON level: [`Node::Raw`] is a leaf.
 
-use crate::check::schema::{self, Dialect, Extra, LegacyBinary, Obj, Shape, Special};
-use crate::event::Event;
-use crate::input::json::{JsonKind, RawJson};
-use crate::string::JsonStr;
+use crate::protocol::dialect::Dialect;
+use crate::protocol::schema::{self, Extra, Obj, Shape, Special};
+use crate::view::event::Event;
+use crate::view::json::{JsonKind, RawJson};
+use crate::view::shaped::{self, LegacyBinary};
+use crate::view::string::JsonStr;
 
 /// A member name: from the schema tables, or as the input spells it.
 pub(crate) enum Name<'v> {
@@ -58,7 +60,7 @@ impl<'v> Node<'v> {
     pub(crate) fn shaped(v: RawJson<'v>, shape: &'static Shape) -> Self {
         match *shape {
             Shape::Object(o) if v.kind() == JsonKind::Object => Self::object(v, o, None),
-            Shape::Union(u) if v.kind() == JsonKind::Object => match schema::variant(v, u) {
+            Shape::Union(u) if v.kind() == JsonKind::Object => match shaped::variant(v, u) {
                 Some(o) => Self::object(v, o, Some(u.tag.as_str())),
                 None => Node::Raw(v),
             },
@@ -101,7 +103,7 @@ impl Object<'_> {
                 if let Some((tag, t)) = tag.and_then(|tag| Some((tag, v.get(tag)?))) {
                     f(Name::Known(tag), Node::Raw(t))?;
                 }
-                for (field, value) in schema::written_fields(v, o) {
+                for (field, value) in shaped::written_fields(v, o) {
                     f(
                         Name::Known(field.name.as_str()),
                         Node::shaped(value, &field.shape),
@@ -109,7 +111,7 @@ impl Object<'_> {
                 }
                 if o.extra == Extra::Keep {
                     for (name, value) in v.members() {
-                        if schema::kept_unlisted(name, o, tag) {
+                        if shaped::kept_unlisted(name, o, tag) {
                             f(Name::Json(name), Node::Raw(value))?;
                         }
                     }
@@ -160,7 +162,7 @@ pub(crate) fn event<E>(
     }
     if let (Dialect::V0, Some(object)) = (dialect, event.object()) {
         for (name, v) in object.members() {
-            if schema::passes_through(name, fields) {
+            if shaped::passes_through(name, fields) {
                 f(Name::Json(name), Node::Raw(v))?;
             }
         }
@@ -175,7 +177,7 @@ pub(crate) fn elements<E>(
     mut f: impl FnMut(Node<'_>) -> Result<(), E>,
 ) -> Result<(), E> {
     for e in array.elements() {
-        if !schema::omitted(e, item, array) {
+        if !shaped::omitted(e, item, array) {
             f(Node::shaped(e, item))?;
         }
     }

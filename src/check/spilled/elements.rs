@@ -6,9 +6,11 @@
 //! ([`verify::stage`]), in a filter in the buffer's last [`FILTER`] bytes.
 
 use super::place::List;
-use crate::check::schema::{self, Fault, SchemaObject, Shape, Site, Verdict};
+use crate::check::schema::{self, Fault, Site, Verdict};
 use crate::check::verify;
-use crate::input::json::RawJson;
+use crate::protocol::schema::{SchemaObject, Shape};
+use crate::view::json::RawJson;
+use crate::view::shaped::is_legacy_binary;
 
 /// Bytes at the end of the frame buffer that hold the forgotten records'
 /// filter once a history's elements are let go.
@@ -54,7 +56,7 @@ pub(super) fn stage(element: &[u8], list: List, filter: &mut [u8]) -> Option<boo
 
 /// Whether `element` counts against the legacy-part budget of its array.
 pub(super) fn legacy(element: &[u8], item: &Shape) -> bool {
-    schema::is_legacy_binary(RawJson::trusted(element), item)
+    is_legacy_binary(RawJson::trusted(element), item)
 }
 
 /// The owner of a history message whose tool calls were let go:

@@ -19,13 +19,13 @@ use elements::FILTER;
 pub(crate) use reduce::Reduced;
 use reduce::Reducer;
 pub use stand_ins::StandIns;
-pub(crate) use stand_ins::allowed;
+use stand_ins::allowed;
 use utf16::Utf16Count;
 
-use crate::check::schema::Dialect;
 use crate::check::verify::Staged;
 use crate::input::json::{JsonErrorKind, Limits, ScanError, Scanner, V8Message};
 use crate::input::sse::SpillSink;
+use crate::protocol::dialect::Dialect;
 
 /// The state of a spilling frame, or the message of the last JSON error:
 /// the framer's spill sink (one or the other is needed at a time).
@@ -87,7 +87,7 @@ impl SpillSink for JsonState {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Spilling {
     /// Stream offset of the first byte that did not fit.
-    pub(crate) overflow_at: u64,
+    overflow_at: u64,
     /// Where the payload's first line ends (`usize::MAX` until it does).
     first_lf: usize,
     progress: Progress,
@@ -176,7 +176,7 @@ impl Quote {
 }
 
 /// What a spilled frame came to.
-pub(crate) enum Verdict {
+enum Verdict {
     /// Well-formed, and its stand-in is the frame's payload.
     StandIn(Reduced),
     /// Well-formed, but what a rule reads did not fit.
@@ -294,7 +294,7 @@ impl Spilling {
     /// needs to word it (the text V8 quotes after an unexpected token or
     /// a bad escape): its verdict is then a JSON error however the frame
     /// goes on.
-    pub(crate) fn failed(&self) -> bool {
+    fn failed(&self) -> bool {
         match self.progress {
             Progress::Failed { error, rest, .. } => {
                 !matches!(
@@ -309,13 +309,13 @@ impl Spilling {
     /// Whether no byte so far broke the JSON: a JSON error at
     /// [`finish`](Self::finish) is then where the bytes ended (a stream
     /// cut inside the frame), not in the bytes that arrived.
-    pub(crate) fn unbroken(&self) -> bool {
+    fn unbroken(&self) -> bool {
         matches!(self.progress, Progress::Reading { .. })
     }
 
     /// The verdict at the frame's end, and V8's message for a JSON error.
     /// `buf` is the frame buffer.
-    pub(crate) fn finish(&self, buf: &[u8]) -> (Verdict, Option<V8Message>) {
+    fn finish(&self, buf: &[u8]) -> (Verdict, Option<V8Message>) {
         let deep = buf
             .get(buf.len().saturating_sub(FILTER)..)
             .unwrap_or_default();
@@ -360,9 +360,99 @@ impl Spilling {
     }
 }
 
+/// A spilled frame's verdict at its end, as far as the spill sink holds
+/// it. The pipeline turns it into events or an error.
+pub(crate) enum Ending<'a> {
+    /// Well-formed, and the stand-in may stand for it: the stand-in (the
+    /// first bytes of the frame buffer) goes through the stages, with the
+    /// records of the elements it let go.
+    StandIn {
+        payload: &'a [u8],
+        stand_ins: StandIns,
+        staged: Option<Staged<'a>>,
+    },
+    /// A syntax error (or too deep): the reference's verdict. On the
+    /// first data line if `first_line`.
+    Json { error: ScanError, first_line: bool },
+    /// The verdict needs what did not fit: the frame buffer's capacity,
+    /// exceeded at stream offset `overflow_at` (`None`: the frame never
+    /// spilled into this state; its start).
+    TooLarge { overflow_at: Option<u64> },
+}
+
+/// [`Ending`] with what goes with it.
+pub(crate) struct Ended<'a> {
+    pub(crate) ending: Ending<'a>,
+    /// V8's message for a JSON error (kept for `Pipeline::message`).
+    pub(crate) message: Option<V8Message>,
+    /// No byte that arrived broke the JSON: a JSON error is where the bytes
+    /// ended (a stream cut inside the frame).
+    pub(crate) unbroken: bool,
+}
+
+impl JsonState {
+    /// The verdict of the frame that spilled, whose stand-in is the first
+    /// `len` bytes of `buf` (the frame buffer): a stand-in through the
+    /// stages only where it cannot change the verdict
+    /// ([`allowed`], with tool arguments checked if `check_tool_args`).
+    pub(crate) fn end_spilled<'a>(
+        &self,
+        buf: &'a [u8],
+        len: usize,
+        check_tool_args: bool,
+    ) -> Ended<'a> {
+        let JsonState::Spilling(spilling) = self else {
+            return Ended {
+                ending: Ending::TooLarge { overflow_at: None },
+                message: None,
+                unbroken: false,
+            };
+        };
+        let (verdict, message) = spilling.finish(buf);
+        let overflow_at = Some(spilling.overflow_at);
+        let ending = match verdict {
+            Verdict::StandIn(reduced) => {
+                let payload = buf.get(..len).unwrap_or_default();
+                if allowed(reduced.stand_ins, payload, check_tool_args) {
+                    Ending::StandIn {
+                        payload,
+                        stand_ins: reduced.stand_ins,
+                        staged: staged(&reduced, buf),
+                    }
+                } else {
+                    Ending::TooLarge { overflow_at }
+                }
+            }
+            Verdict::Json { error, first_line } => Ending::Json { error, first_line },
+            Verdict::TooLarge => Ending::TooLarge { overflow_at },
+        };
+        Ended {
+            ending,
+            message,
+            unbroken: spilling.unbroken(),
+        }
+    }
+
+    /// The JSON error of a frame still spilling, if its JSON already
+    /// failed for good (see [`Spilling::failed`]): the error, whether it is
+    /// on the first data line, and V8's message. `buf` is the frame buffer.
+    pub(crate) fn failed_early(&self, buf: &[u8]) -> Option<(ScanError, bool, Option<V8Message>)> {
+        let JsonState::Spilling(spilling) = self else {
+            return None;
+        };
+        if !spilling.failed() {
+            return None;
+        }
+        match spilling.finish(buf) {
+            (Verdict::Json { error, first_line }, message) => Some((error, first_line, message)),
+            _ => None,
+        }
+    }
+}
+
 /// The records a spilled frame's stand-in let go, in the buffer `buf`
 /// whose first `reduced.len` bytes are the stand-in.
-pub(crate) fn staged<'a>(reduced: &Reduced, buf: &'a [u8]) -> Option<Staged<'a>> {
+fn staged<'a>(reduced: &Reduced, buf: &'a [u8]) -> Option<Staged<'a>> {
     if !reduced.staged {
         return None;
     }

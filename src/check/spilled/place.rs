@@ -4,8 +4,9 @@
 //! value opens ([`Treat`]); nothing here is specific to an event type, so a
 //! new event or member needs no new spilling code.
 
-use crate::check::schema::{self, Dialect, Extra, Obj, SchemaObject, Shape, Special, Union};
-use crate::event_type::{EventType, Key, Member};
+use crate::protocol::dialect::Dialect;
+use crate::protocol::event_type::{EventType, Key, Member};
+use crate::protocol::schema::{self, Extra, Obj, SchemaObject, Shape, Special, Union};
 
 /// What is done with a value, decided when it opens.
 #[derive(Clone, Copy, Debug)]
@@ -31,7 +32,7 @@ pub(super) enum Ctx {
     Event,
     Obj(&'static Obj),
     /// The `__proto__` member of an open object, which supplies the
-    /// members the object lacks (see `schema::collect`).
+    /// members the object lacks (see `view::shaped::collect`).
     Proto(&'static Obj),
     /// A union, with the variant its tag chose so far.
     Union(&'static Union, Variant),

@@ -21,8 +21,10 @@
 use super::elements::{self, Element, FILTER, MIN_BUFFER};
 use super::place::{self, Ctx, List, Named, Place, Treat, Variant};
 use super::stand_ins::{ESCAPED, ROOT, StandIns, UNLISTED};
-use crate::check::schema::{self, Dialect, LEGACY_COMPARISON_BUDGET, Shape};
-use crate::event_type::{EventType, Key};
+use crate::protocol::dialect::Dialect;
+use crate::protocol::event_type::{EventType, Key};
+use crate::protocol::schema::Shape;
+use crate::view::shaped::{LEGACY_COMPARISON_BUDGET, has_legacy_parts};
 
 /// Most objects and arrays the schema reads that are open at once: an
 /// event, a run's input, its history, a message, its content, a part and
@@ -377,7 +379,7 @@ impl Reducer {
             false => rest.get(..room).unwrap_or(rest),
         };
         let n = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
-        crate::work::add(n);
+        crate::testing::count_work(n);
         if !skipping
             && let (Some(dst), Some(src)) = (buf.get_mut(out..out.saturating_add(n)), rest.get(..n))
         {
@@ -388,7 +390,7 @@ impl Reducer {
     }
 
     fn byte(&mut self, b: u8, buf: &mut [u8]) {
-        crate::work::add(1);
+        crate::testing::count_work(1);
         if self.skip.is_some() {
             return self.skip_byte(b, buf);
         }
@@ -778,7 +780,7 @@ impl Reducer {
                 }
                 let end = self.out.saturating_sub(1);
                 let rest = buf.get(floor as usize..end as usize).unwrap_or_default();
-                if schema::has_legacy_parts(item) {
+                if has_legacy_parts(item) {
                     // The budget counts the parts let go with the rest.
                     let (mut n, mut l) = (dropped, legacy);
                     for_each_element(rest, |e| {
@@ -1017,7 +1019,7 @@ impl Reducer {
         };
         let (head, filter) = buf.split_at_mut(split);
         let region_end = (end as usize).min(head.len());
-        crate::work::add(region_end.saturating_sub(floor as usize));
+        crate::testing::count_work(region_end.saturating_sub(floor as usize));
         let (mut to, mut from) = (floor as usize, floor as usize);
         let (mut owners, mut dropped, mut legacy) = ((false, false, false), 0u32, 0u32);
         let mut failed = None;
@@ -1243,7 +1245,7 @@ fn move_within(buf: &mut [u8], from: u32, to: u32, at: u32) -> bool {
     if to > buf.len() || from > to || at > from {
         return false;
     }
-    crate::work::add(to.saturating_sub(from));
+    crate::testing::count_work(to.saturating_sub(from));
     buf.copy_within(from..to, at);
     true
 }

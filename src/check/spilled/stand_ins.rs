@@ -4,8 +4,8 @@
 
 use core::fmt;
 
-use crate::event_type::{EventType, Key};
-use crate::input::json::RawJson;
+use crate::protocol::event_type::{EventType, Key};
+use crate::view::json::RawJson;
 
 /// The top-level members of a spilled frame whose values are, or hold,
 /// stand-ins (see [`FrameInfo::stand_ins`](crate::FrameInfo::stand_ins)):
@@ -46,7 +46,7 @@ pub(super) const UNLISTED: u8 = 63;
 pub(super) const ROOT: u8 = 62;
 /// A name with escapes (never cut).
 pub(super) const ESCAPED: u8 = 61;
-const _: () = assert!(crate::event_type::Key::COUNT < ESCAPED as usize);
+const _: () = assert!(crate::protocol::event_type::Key::COUNT < ESCAPED as usize);
 
 impl StandIns {
     pub(super) const fn none() -> Self {

@@ -11,12 +11,14 @@
 //! [`VerifyError::Capacity`], never a wrong verdict.
 
 use crate::capacity::{Capacity, saturate};
-use crate::check::schema::{self, Dialect};
-use crate::event::Event;
-use crate::event_type::EventType;
-use crate::ids::{Entry, Full, IdTable, Kept, Pool, Span};
-use crate::input::json::{JsonError, JsonErrorKind, JsonKind, Limits, RawJson, ScanError, Scanner};
-use crate::string::JsonStr;
+use crate::input::json::{JsonError, JsonErrorKind, Limits, ScanError, Scanner};
+use crate::protocol::dialect::Dialect;
+use crate::protocol::event_type::{EventType, Key};
+use crate::store::{Entry, Full, IdTable, Kept, Pool, Span};
+use crate::view::event::Event;
+use crate::view::json::{JsonKind, RawJson};
+use crate::view::shaped::is_message_role;
+use crate::view::string::JsonStr;
 
 mod describe;
 mod owners;
@@ -244,6 +246,40 @@ pub struct Verifier<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usiz
     args: heapless::Vec<(Span, Scanner<1>), ARGS_CHECKED>,
 }
 
+/// An event that closes something open ([`Verifier::closing_events`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Closing<'a> {
+    /// The closing event's type.
+    pub(crate) event_type: EventType,
+    /// The member that names what it closes, and its id (`None` for V0's
+    /// thinking ends).
+    pub(crate) id: Option<(Key, JsonStr<'a>)>,
+    /// The subagent that owns it (`None`: the parent agent).
+    pub(crate) owner: Option<JsonStr<'a>>,
+}
+
+/// What closes before a final `RUN_ERROR`, innermost first: the entity,
+/// the event that closes it, and the member naming it.
+const CLOSE_ORDER: [(Entity, EventType, Key); 5] = [
+    (Entity::ToolCall, EventType::ToolCallEnd, Key::ToolCallId),
+    (
+        Entity::TextMessage,
+        EventType::TextMessageEnd,
+        Key::MessageId,
+    ),
+    (
+        Entity::ReasoningMessage,
+        EventType::ReasoningMessageEnd,
+        Key::MessageId,
+    ),
+    (
+        Entity::ReasoningSpan,
+        EventType::ReasoningEnd,
+        Key::MessageId,
+    ),
+    (Entity::Step, EventType::StepFinished, Key::StepName),
+];
+
 /// Tool calls whose arguments can be checked at once.
 pub const ARGS_CHECKED: usize = 8;
 
@@ -375,6 +411,36 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
     /// True while a V0 thinking step or thinking message is open.
     pub fn thinking_open(&self) -> bool {
         self.thinking_step || self.thinking_message
+    }
+
+    /// The events that would close what is open, innermost first: tool
+    /// calls, text messages, reasoning messages, reasoning spans, steps
+    /// (each newest first), then V0's thinking message and thinking step.
+    /// What a forgotten owner owns cannot be named: it is left out. The
+    /// gateway's repair writes them before a final `RUN_ERROR`, each one
+    /// that a copy of this verifier still accepts.
+    pub(crate) fn closing_events(&self) -> impl Iterator<Item = Closing<'_>> {
+        let owned = CLOSE_ORDER
+            .into_iter()
+            .flat_map(move |(kind, event_type, key)| {
+                self.open_owned(kind).filter_map(move |(id, owner)| {
+                    Some(Closing {
+                        event_type,
+                        id: Some((key, id)),
+                        owner: owner?,
+                    })
+                })
+            });
+        let thinking = self.dialect == Dialect::V0 && self.thinking_open();
+        let thinking_ends = [EventType::ThinkingTextMessageEnd, EventType::ThinkingEnd]
+            .into_iter()
+            .filter(move |_| thinking)
+            .map(|event_type| Closing {
+                event_type,
+                id: None,
+                owner: None,
+            });
+        owned.chain(thinking_ends)
     }
 
     /// Owner records kept exactly right now (the rest of the run's are
@@ -1163,7 +1229,7 @@ fn feed_text(scan: &mut Scanner<1>, s: JsonStr<'_>) -> Result<(), ScanError> {
     let mut n = 0usize;
     for c in s.chars() {
         let mut tmp = [0u8; 4];
-        let bytes = crate::string::encode_wtf8(c, &mut tmp);
+        let bytes = crate::view::string::encode_wtf8(c, &mut tmp);
         if n.saturating_add(bytes.len()) > buf.len() {
             scan.feed(buf.get(..n).unwrap_or_default())?;
             n = 0;
@@ -1191,7 +1257,7 @@ fn owned_messages(
 fn owned_message(msg: RawJson<'_>) -> Option<(RawJson<'_>, Option<JsonStr<'_>>, Owned)> {
     msg.get("id").and_then(|v| v.as_str())?;
     let role = msg.get("role").and_then(|v| v.as_str())?;
-    if !schema::is_message_role(role) {
+    if !is_message_role(role) {
         return None;
     }
     let tag = msg.get("subagentRunId").and_then(|v| v.as_str());

@@ -16,8 +16,8 @@
 //! a forgotten one: an event the parent sends is never checked against an
 //! owner, and the owner it records is the parent whatever was forgotten.
 
-use crate::ids::{Full, Pool, Span, pack_owner, unpack_owner};
-use crate::string::JsonStr;
+use crate::store::{Full, Pool, Span, pack_owner, unpack_owner};
+use crate::view::string::JsonStr;
 
 /// Which kind of entity an owner record is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

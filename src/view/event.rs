@@ -2,10 +2,11 @@
 
 use core::fmt;
 
-use crate::check::schema::{self, Dialect, MAX_EVENT_FIELDS};
-use crate::event_type::{EventType, Key};
-use crate::input::json::RawJson;
-use crate::string::JsonStr;
+use crate::protocol::dialect::Dialect;
+use crate::protocol::event_type::{EventType, Key};
+use crate::protocol::schema::{self, MAX_EVENT_FIELDS};
+use crate::view::json::RawJson;
+use crate::view::string::JsonStr;
 
 /// One validated AG-UI event, borrowing its text from the input (or from a
 /// buffer the caller owns). Cheap to copy; nothing is decoded until asked.

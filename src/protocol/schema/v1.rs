@@ -68,7 +68,7 @@ const LEGACY_BINARY: Obj = Obj {
     extra: Strip,
     special: Special::LegacyBinary,
 };
-pub(super) const PART_IN_MESSAGE: Union = Union {
+pub(crate) const PART_IN_MESSAGE: Union = Union {
     tag: M::Type,
     variants: &[
         ("text", &TEXT_PART),
@@ -92,7 +92,7 @@ const PART_IN_RESULT: Union = Union {
     drop_unknown: true,
 };
 const MESSAGE_CONTENT: Shape = Shape::StrOr(&Shape::Array(&Shape::Union(&PART_IN_MESSAGE)));
-pub(super) const RESULT_CONTENT: Shape =
+pub(crate) const RESULT_CONTENT: Shape =
     Shape::StrOr(&Shape::Array(&Shape::Union(&PART_IN_RESULT)));
 
 const FUNCTION_CALL: Obj = obj(
@@ -184,7 +184,7 @@ const REASONING: Obj = obj(
         opt(M::Metadata, Record),
     ],
 );
-pub(super) const MESSAGE: Union = Union {
+pub(crate) const MESSAGE: Union = Union {
     tag: M::Role,
     variants: &[
         ("developer", &DEVELOPER),
@@ -197,7 +197,7 @@ pub(super) const MESSAGE: Union = Union {
     ],
     drop_unknown: true,
 };
-pub(super) const MESSAGES: Shape = Shape::Array(&Shape::Union(&MESSAGE));
+pub(crate) const MESSAGES: Shape = Shape::Array(&Shape::Union(&MESSAGE));
 
 const TOOL_DEF: Obj = obj(
     O::Tool,
@@ -224,7 +224,7 @@ const RESUME: Obj = obj(
         opt(M::Metadata, Record),
     ],
 );
-pub(super) const RUN_AGENT_INPUT: Obj = obj(
+pub(crate) const RUN_AGENT_INPUT: Obj = obj(
     O::RunAgentInput,
     Strip,
     &[
@@ -269,7 +269,7 @@ const INTERRUPTED: Obj = obj(
     )],
 );
 const CANCELLED: Obj = obj(O::CancelledOutcome, Strip, &[]);
-pub(super) const RUN_OUTCOME: Union = Union {
+pub(crate) const RUN_OUTCOME: Union = Union {
     tag: M::Type,
     variants: &[
         ("success", &SUCCESS),
@@ -284,7 +284,7 @@ const SUSPENDED: Obj = obj(
     Strip,
     &[opt(M::InterruptIds, STR_ARRAY)],
 );
-pub(super) const SUBAGENT_OUTCOME: Union = Union {
+pub(crate) const SUBAGENT_OUTCOME: Union = Union {
     tag: M::Type,
     variants: &[("success", &SUB_SUCCESS), ("suspended", &SUSPENDED)],
     drop_unknown: true,
@@ -303,10 +303,10 @@ const TOKEN_USAGE: Obj = obj(
         opt(M::CacheWriteInputTokens, Count),
     ],
 );
-pub(super) const USAGE: Shape = Shape::Array(&Shape::Object(&TOKEN_USAGE));
+pub(crate) const USAGE: Shape = Shape::Array(&Shape::Object(&TOKEN_USAGE));
 
 // RFC 6902 operations are open: extra members stay.
-pub(super) const ADD: Obj = obj(
+pub(crate) const ADD: Obj = obj(
     O::AddOperation,
     Keep,
     &[req(M::Path, Pointer), req(M::Value, Any)],
@@ -344,4 +344,4 @@ const OPERATION: Union = Union {
     ],
     drop_unknown: true,
 };
-pub(super) const PATCH: Shape = Shape::Array(&Shape::Union(&OPERATION));
+pub(crate) const PATCH: Shape = Shape::Array(&Shape::Union(&OPERATION));

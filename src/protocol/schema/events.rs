@@ -1,28 +1,7 @@
 //! Which members each event type carries, per dialect.
 
 use super::*;
-
-/// The roles of a text message, as names and as JSON values, from one
-/// list.
-macro_rules! text_roles {
-    ($($role:literal),*) => {
-        /// The roles a text message may have.
-        pub(crate) const TEXT_ROLES: &[&str] = &[$($role),*];
-        /// [`TEXT_ROLES`] as JSON strings.
-        pub(crate) const TEXT_ROLE_VALUES: &[RawJson<'static>] =
-            &[$(RawJson::exact(concat!("\"", $role, "\"").as_bytes())),*];
-    };
-}
-text_roles!("developer", "system", "assistant", "user");
-
-/// A message role some message schema has (V1's list, which V0's is
-/// within): the messages a snapshot's owners come from.
-pub(crate) fn is_message_role(role: JsonStr<'_>) -> bool {
-    v1::MESSAGE
-        .variants
-        .iter()
-        .any(|(name, _)| role.eq_str(name))
-}
+use crate::protocol::roles::TEXT_ROLES;
 
 /// Base members on a V1 event that can be attributed to a subagent.
 macro_rules! v1_event {

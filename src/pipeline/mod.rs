@@ -4,19 +4,20 @@
 use core::fmt;
 use core::ops::ControlFlow;
 
-use crate::capacity::{Capacity, saturate};
+pub(crate) mod error;
+
 use crate::check::decode::{DecodeError, decode};
 use crate::check::legacy::{Minting, Translator};
 use crate::check::normalize::{Normalizer, Stop};
-use crate::check::schema::Dialect;
-use crate::check::spilled::{self, JsonState, StandIns, Verdict, allowed};
+use crate::check::spilled::{Ended, Ending, JsonState, StandIns};
 use crate::check::verify::Staged;
 use crate::check::verify::{Entity, RunPhase, Verifier, VerifyError};
-use crate::error::{Error, ErrorKind, Stage};
-use crate::event::Event;
-use crate::event_type::EventType;
-use crate::input::json::{JsonErrorKind, Limits, ScanError, V8Message};
+use crate::input::json::{Limits, V8Message};
 use crate::input::sse::{self, Block, FieldValue, Frame, Framer};
+use crate::pipeline::error::{Error, ErrorKind, Stage};
+use crate::protocol::dialect::Dialect;
+use crate::protocol::event_type::EventType;
+use crate::view::event::Event;
 
 /// Default capacity of the verifier's open-id table (open text messages,
 /// tool calls, reasoning spans and messages, steps, and the run's
@@ -503,7 +504,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         let mut pos = match self.framer.absorb(bytes) {
             Ok(took) if took == bytes.len() => return Ok(took),
             Ok(took) => took,
-            Err(e) => return Err(self.stop(sse_error(e, self.framer.frames()))),
+            Err(e) => return Err(self.stop(Error::from_sse(e, self.framer.frames()))),
         };
         loop {
             let frames_before = self.framer.frames();
@@ -516,7 +517,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                     sink.skipped(&Skipped::NoData { start, end })
                 }
                 Ok(None) => return Ok(pos),
-                Err(e) => return Err(self.stop(sse_error(e, frames_before))),
+                Err(e) => return Err(self.stop(Error::from_sse(e, frames_before))),
             };
             if flow.is_break() {
                 return Ok(pos);
@@ -539,51 +540,40 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
     ) -> Result<ControlFlow<()>, Error> {
         let (index, start, payload_offset) = (frame.index, frame.start, frame.payload_offset);
         let capacity = self.framer.capacity();
-        // Whether the bytes that arrived begin a JSON text (so that a JSON
-        // error is where they end), as for a frame that fit.
-        let mut unbroken = false;
-        let (verdict, message) = match self.framer.spill_sink() {
-            JsonState::Spilling(spilling) => {
-                let (verdict, message) = spilling.finish(self.framer.buffer());
-                unbroken = spilling.unbroken();
-                (Some((verdict, spilling.overflow_at)), message)
+        let config = self.stages.config;
+        let Ended {
+            ending,
+            message,
+            unbroken,
+        } = self
+            .framer
+            .spill_sink()
+            .end_spilled(self.framer.buffer(), len, config.check_tool_args);
+        let e = match ending {
+            Ending::StandIn {
+                payload,
+                stand_ins,
+                staged,
+            } => {
+                let frame = Frame { payload, ..frame };
+                return self
+                    .stages
+                    .frame(&frame, stand_ins, staged, sink, &mut None, false);
             }
-            JsonState::Message(..) => (None, None),
+            Ending::Json { error, first_line } => {
+                Error::from_spilled_json(error, first_line, index, start, payload_offset)
+            }
+            Ending::TooLarge { overflow_at } => Error::from_sse(
+                sse::Error::FrameTooLarge {
+                    offset: overflow_at.unwrap_or(start),
+                    capacity,
+                },
+                index,
+            ),
         };
         if let Some(m) = message {
-            *self.framer.spill_sink_mut() = JsonState::Message(m, self.stages.config.dialect);
+            *self.framer.spill_sink_mut() = JsonState::Message(m, config.dialect);
         }
-        let (verdict, overflow_at) = match verdict {
-            Some((verdict, at)) => (Some(verdict), at),
-            None => (None, start),
-        };
-        let too_large = sse_error(
-            sse::Error::FrameTooLarge {
-                offset: overflow_at,
-                capacity,
-            },
-            index,
-        );
-        let e = match verdict {
-            Some(Verdict::StandIn(reduced)) => {
-                let config = self.stages.config;
-                let buffer = self.framer.buffer();
-                let payload = buffer.get(..len).unwrap_or_default();
-                let stand_ins = reduced.stand_ins;
-                if allowed(stand_ins, payload, config.check_tool_args) {
-                    let frame = Frame { payload, ..frame };
-                    let staged = spilled::staged(&reduced, buffer);
-                    return self
-                        .stages
-                        .frame(&frame, stand_ins, staged, sink, &mut None, false);
-                }
-                too_large
-            }
-            Some(Verdict::Json { error, first_line }) => {
-                spill_json_error(error, first_line, index, start, payload_offset)
-            }
-            Some(Verdict::TooLarge) | None => too_large,
-        };
         let policy = self.stages.config.policy;
         let violations = &mut self.stages.violations;
         let info = FrameInfo {
@@ -618,17 +608,11 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         sink: &mut S,
     ) -> Option<Result<ControlFlow<()>, Error>> {
         let (index, start, payload_offset) = self.framer.spilling()?;
-        let JsonState::Spilling(spilling) = self.framer.spill_sink() else {
-            return None;
-        };
-        if !spilling.failed() {
-            return None;
-        }
-        let (Verdict::Json { error, first_line }, message) = spilling.finish(self.framer.buffer())
-        else {
-            return None;
-        };
-        let e = spill_json_error(error, first_line, index, start, payload_offset);
+        let (error, first_line, message) = self
+            .framer
+            .spill_sink()
+            .failed_early(self.framer.buffer())?;
+        let e = Error::from_spilled_json(error, first_line, index, start, payload_offset);
         let info = FrameInfo {
             index,
             start,
@@ -678,7 +662,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                 }
             }
             Ok(None) => {}
-            Err(e) => return Err(self.stop(sse_error(e, frames_before))),
+            Err(e) => return Err(self.stop(Error::from_sse(e, frames_before))),
         }
         let v = &self.stages.verifier;
         let summary = Summary {
@@ -870,33 +854,6 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
     }
 }
 
-/// A spilled frame's JSON error (the depth limit is a capacity) as the
-/// pipeline reports it: at the error if it is on the first data line, else
-/// at the frame's start.
-fn spill_json_error(
-    error: ScanError,
-    first_line: bool,
-    index: u64,
-    start: u64,
-    payload_offset: u64,
-) -> Error {
-    Error {
-        kind: match error.kind {
-            JsonErrorKind::TooDeep { limit } => ErrorKind::Capacity(Capacity::JsonDepth {
-                limit: u32::from(limit),
-            }),
-            _ => ErrorKind::Json(error.json()),
-        },
-        stage: Stage::Json,
-        frame: index,
-        offset: if first_line {
-            payload_offset.saturating_add(error.offset as u64)
-        } else {
-            start
-        },
-    }
-}
-
 /// The one place the policy decides: stop with `error`, or (monitoring)
 /// count it, report it to the sink with its `message`, and go on.
 fn settle<S: Sink + ?Sized>(
@@ -916,28 +873,11 @@ fn settle<S: Sink + ?Sized>(
     }
 }
 
-/// The framer's error as the pipeline reports it (its offset is the first
-/// byte that did not fit).
-fn sse_error(e: sse::Error, frame: u64) -> Error {
-    match e {
-        sse::Error::FrameTooLarge {
-            offset: at,
-            capacity,
-        } => Error {
-            kind: ErrorKind::Capacity(Capacity::FrameBuffer {
-                capacity: saturate(capacity),
-            }),
-            stage: Stage::Sse,
-            frame,
-            offset: at,
-        },
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::Event;
+    use crate::capacity::Capacity;
+    use crate::view::event::Event;
     extern crate std;
     use std::vec::Vec;
 

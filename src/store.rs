@@ -7,8 +7,8 @@
 //! share one pool: releasing a span compacts the pool, and every table
 //! sharing it shifts its spans ([`IdTable::shift`]).
 
-use crate::input::json::RawJson;
-use crate::string::JsonStr;
+use crate::view::json::RawJson;
+use crate::view::string::JsonStr;
 
 /// No room: too many entries, or too few free bytes in the pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,7 +109,7 @@ impl<const B: usize> Pool<B> {
             return;
         }
         self.bytes.copy_within(end..used, start);
-        crate::work::add(used.saturating_sub(end));
+        crate::testing::count_work(used.saturating_sub(end));
         self.used = self.used.saturating_sub(span.len);
     }
 

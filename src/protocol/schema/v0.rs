@@ -155,7 +155,7 @@ const MESSAGE: Union = Union {
     ],
     drop_unknown: false,
 };
-pub(super) const MESSAGES: Shape = Shape::Array(&Shape::Union(&MESSAGE));
+pub(crate) const MESSAGES: Shape = Shape::Array(&Shape::Union(&MESSAGE));
 
 const TOOL_DEF: Obj = obj(
     O::Tool,
@@ -182,7 +182,7 @@ const RESUME: Obj = obj(
         opt(M::Metadata, Shape::Dict),
     ],
 );
-pub(super) const RUN_AGENT_INPUT: Obj = obj(
+pub(crate) const RUN_AGENT_INPUT: Obj = obj(
     O::RunAgentInput,
     Strip,
     &[
@@ -220,7 +220,7 @@ const INTERRUPTED: Obj = obj(
         Shape::NonEmptyArray(&Shape::Object(&INTERRUPT)),
     )],
 );
-pub(super) const RUN_OUTCOME: Union = Union {
+pub(crate) const RUN_OUTCOME: Union = Union {
     tag: M::Type,
     variants: &[("success", &SUCCESS), ("interrupt", &INTERRUPTED)],
     drop_unknown: false,
@@ -230,7 +230,7 @@ const SUSPENDED: Obj = obj(
     Reject,
     &[opt(M::InterruptIds, Shape::Array(&Str))],
 );
-pub(super) const SUBAGENT_OUTCOME: Union = Union {
+pub(crate) const SUBAGENT_OUTCOME: Union = Union {
     tag: M::Type,
     variants: &[("success", &SUCCESS), ("suspended", &SUSPENDED)],
     drop_unknown: false,
@@ -248,4 +248,4 @@ const TOKEN_USAGE: Obj = obj(
         opt(M::CachedInputTokens, NON_NEG),
     ],
 );
-pub(super) const USAGE: Shape = Shape::Array(&Shape::Object(&TOKEN_USAGE));
+pub(crate) const USAGE: Shape = Shape::Array(&Shape::Object(&TOKEN_USAGE));

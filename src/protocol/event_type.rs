@@ -38,13 +38,12 @@ macro_rules! names {
 
             /// Looks a wire name up (exact, case-sensitive).
             ///
-            /// The name is matched as a [`Packed`](crate::event_type::Packed)
-            /// (integers), so the match compiles to a decision tree, not a
-            /// comparison per name; a name longer than `Packed` holds
-            /// whole is also compared whole.
+            /// The name is matched as a `Packed` (integers), so the match
+            /// compiles to a decision tree, not a comparison per name; a
+            /// name longer than `Packed` holds whole is also compared whole.
             #[allow(non_upper_case_globals)] // a constant per name, named as it
             pub fn from_bytes(name: &[u8]) -> Option<Self> {
-                use $crate::event_type::Packed;
+                use $crate::protocol::event_type::Packed;
                 $(
                     const $variant: Packed = Packed::of($text);
                 )*

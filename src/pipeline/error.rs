@@ -1,14 +1,17 @@
-//! The pipeline's error: what went wrong, in which stage, frame and byte.
+//! The pipeline's error: what went wrong, in which stage, frame and byte;
+//! and every conversion of a stage's error into it.
 
 use core::fmt;
 
 use crate::capacity::Capacity;
+use crate::capacity::saturate;
 use crate::check::decode::DecodeError;
 use crate::check::normalize::ChunkError;
 use crate::check::schema::SchemaError;
 use crate::check::verify::{Rule, VerifyError};
-use crate::event_type::EventType;
-use crate::input::json::{JsonError, JsonErrorKind};
+use crate::input::json::{JsonError, JsonErrorKind, ScanError};
+use crate::input::sse;
+use crate::protocol::event_type::EventType;
 
 /// A pipeline failure. Small and `Copy`: it names the rule, frame and byte,
 /// not the ids involved — [`crate::Pipeline::message`] renders those, in the
@@ -128,45 +131,6 @@ impl Stage {
     }
 }
 
-/// A name `FromStr` did not recognise: a [`Dialect`](crate::Dialect) or an
-/// [`OnViolation`](crate::rewrite::OnViolation) spelled some other way.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct UnknownName {
-    /// What was being named (`"dialect"`).
-    pub what: &'static str,
-    /// The names accepted (`"v1 or v0"`).
-    pub expected: &'static str,
-}
-
-impl fmt::Display for UnknownName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "unknown {}: expected {}", self.what, self.expected)
-    }
-}
-
-impl core::error::Error for UnknownName {}
-
-/// `Deserialize` for a `FromStr` type, from a string.
-#[cfg(feature = "serde")]
-pub(crate) fn deserialize_name<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: core::str::FromStr<Err = UnknownName>,
-{
-    struct Name<T>(core::marker::PhantomData<T>);
-    impl<T: core::str::FromStr<Err = UnknownName>> serde::de::Visitor<'_> for Name<T> {
-        type Value = T;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a name")
-        }
-        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
-            v.parse().map_err(E::custom)
-        }
-    }
-    d.deserialize_str(Name(core::marker::PhantomData))
-}
-
 impl Error {
     /// True if a fixed capacity, not the input, is the cause.
     pub fn is_capacity(&self) -> bool {
@@ -188,19 +152,52 @@ impl Error {
         };
         match e {
             DecodeError::Json(j) => Error {
-                // Too deep is a capacity, not a syntax error.
-                kind: match j.kind {
-                    JsonErrorKind::TooDeep { limit } => ErrorKind::Capacity(Capacity::JsonDepth {
-                        limit: u32::from(limit),
-                    }),
-                    _ => ErrorKind::Json(j),
-                },
+                kind: ErrorKind::from_json(j),
                 stage: Stage::Json,
                 frame,
                 offset: stream_offset(payload, j.offset, payload_offset, frame_start),
             },
             DecodeError::Schema(s) => at_frame(ErrorKind::Schema(s), Stage::Schema),
             DecodeError::Capacity(c) => at_frame(ErrorKind::Capacity(c), Stage::Schema),
+        }
+    }
+
+    /// A spilled frame's JSON error as the pipeline reports it: at the
+    /// error if it is on the first data line, else at the frame's start.
+    pub(crate) fn from_spilled_json(
+        error: ScanError,
+        first_line: bool,
+        frame: u64,
+        frame_start: u64,
+        payload_offset: u64,
+    ) -> Self {
+        Error {
+            kind: ErrorKind::from_json(error.json()),
+            stage: Stage::Json,
+            frame,
+            offset: if first_line {
+                payload_offset.saturating_add(error.offset as u64)
+            } else {
+                frame_start
+            },
+        }
+    }
+
+    /// The framer's error as the pipeline reports it (its offset is the
+    /// first byte that did not fit).
+    pub(crate) fn from_sse(e: sse::Error, frame: u64) -> Self {
+        match e {
+            sse::Error::FrameTooLarge {
+                offset: at,
+                capacity,
+            } => Error {
+                kind: ErrorKind::Capacity(Capacity::FrameBuffer {
+                    capacity: saturate(capacity),
+                }),
+                stage: Stage::Sse,
+                frame,
+                offset: at,
+            },
         }
     }
 
@@ -227,6 +224,19 @@ impl Error {
             stage: Stage::Verify,
             frame,
             offset,
+        }
+    }
+}
+
+impl ErrorKind {
+    /// A JSON error's kind: too deep is a capacity, not a syntax error (the
+    /// one place that says so, for frames held whole and spilled alike).
+    fn from_json(e: JsonError) -> Self {
+        match e.kind {
+            JsonErrorKind::TooDeep { limit } => ErrorKind::Capacity(Capacity::JsonDepth {
+                limit: u32::from(limit),
+            }),
+            _ => ErrorKind::Json(e),
         }
     }
 }

@@ -1,0 +1,118 @@
+//! The tool-call filter ([`Rewriter::deny_tool`](super::Rewriter::deny_tool)):
+//! denied tool names, and the ids of this run's calls to them (whose ARGS,
+//! END and RESULT follow), in the crate's id pools and tables.
+
+use core::fmt;
+
+use crate::protocol::event_type::EventType;
+use crate::store::{Entry, IdTable, Pool};
+use crate::view::event::Event;
+use crate::view::string::JsonStr;
+
+use super::RewriteError;
+use super::repair::Escaped;
+
+/// Denied tool names at most ([`Rewriter::deny_tool`](super::Rewriter::deny_tool)).
+pub const DENIED_TOOLS: usize = 16;
+/// Bytes for the denied tool names, as JSON text (a name with characters
+/// JSON escapes takes more than its UTF-8).
+pub const DENIED_TOOL_BYTES: usize = 256;
+/// Calls to denied tools held in one run at most (one more ends the
+/// stream with `AGUI_STREAM_CAPACITY`).
+pub const DENIED_CALLS: usize = 32;
+/// Bytes for the ids of the denied calls held in one run.
+pub const DENIED_CALL_ID_BYTES: usize = 1024;
+
+/// What the filter says of an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Filtered {
+    Keep,
+    Drop,
+    /// A denied call that the filter cannot hold.
+    Full,
+}
+
+/// Denied names, and the ids of the run's calls to them.
+#[derive(Debug)]
+pub(super) struct ToolFilter {
+    name_bytes: Pool<DENIED_TOOL_BYTES>,
+    names: IdTable<(), DENIED_TOOLS>,
+    id_bytes: Pool<DENIED_CALL_ID_BYTES>,
+    ids: IdTable<(), DENIED_CALLS>,
+}
+
+/// Every entry is of the one kind, owned by no subagent.
+const ENTRY: Entry<()> = Entry {
+    kind: (),
+    owner: None,
+};
+
+impl ToolFilter {
+    pub(super) const fn new() -> Self {
+        ToolFilter {
+            name_bytes: Pool::new(),
+            names: IdTable::new(),
+            id_bytes: Pool::new(),
+            ids: IdTable::new(),
+        }
+    }
+
+    /// Denies the tool `name`.
+    pub(super) fn deny(&mut self, name: &str) -> Result<(), RewriteError> {
+        // Stored as JSON text, as the ids it is compared with are.
+        let mut buf = [0u8; DENIED_TOOL_BYTES];
+        let mut w = Escaped::new(&mut buf);
+        fmt::Write::write_str(&mut w, name).map_err(|_| RewriteError::DeniedTools)?;
+        let len = w.len();
+        let text = buf.get(..len).unwrap_or_default();
+        let name = JsonStr::from_escaped(text);
+        self.names
+            .push(&mut self.name_bytes, name, ENTRY)
+            .map(|_| ())
+            .map_err(|_| RewriteError::DeniedTools)
+    }
+
+    #[inline(always)]
+    pub(super) fn is_empty(&self) -> bool {
+        self.names.iter().next().is_none()
+    }
+
+    fn denies(&self, name: JsonStr<'_>) -> bool {
+        self.names.find(&self.name_bytes, (), name).is_some()
+    }
+
+    fn holds(&self, id: JsonStr<'_>) -> bool {
+        self.ids.find(&self.id_bytes, (), id).is_some()
+    }
+
+    /// Whether [`check`](Self::check) keeps `event`, asked before it is
+    /// checked (changes nothing).
+    pub(super) fn keeps(&self, event: &Event<'_>) -> bool {
+        use EventType as T;
+        let id = || event.tool_call_id().unwrap_or(JsonStr::from_escaped(b""));
+        match event.event_type() {
+            T::ToolCallStart => !event.tool_call_name().is_some_and(|n| self.denies(n)),
+            T::ToolCallArgs | T::ToolCallEnd | T::ToolCallResult => !self.holds(id()),
+            _ => true,
+        }
+    }
+
+    pub(super) fn check(&mut self, event: &Event<'_>) -> Filtered {
+        if event.event_type() == EventType::RunStarted {
+            self.ids.clear();
+            self.id_bytes.clear();
+            return Filtered::Keep;
+        }
+        if self.keeps(event) {
+            return Filtered::Keep;
+        }
+        if event.event_type() != EventType::ToolCallStart {
+            return Filtered::Drop;
+        }
+        let id = event.tool_call_id().unwrap_or(JsonStr::from_escaped(b""));
+        match self.ids.push(&mut self.id_bytes, id, ENTRY) {
+            Ok(_) => Filtered::Drop,
+            Err(_) => Filtered::Full,
+        }
+    }
+}

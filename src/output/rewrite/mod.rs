@@ -1,0 +1,382 @@
+//! The output side: a stream rewriter for gateways. Bytes in, bytes out,
+//! in fixed memory.
+//!
+//! [`Rewriter`] runs the [`Pipeline`] and writes what a client should see:
+//!
+//! * every block that passes unchanged as its **original bytes** (its
+//!   `event:`/`id:` lines, comments, keep-alives, blank lines), never
+//!   re-encoded; a block with CR or CRLF line ends, or a bare `data` line,
+//!   which the reference client cannot read, with LF line ends instead;
+//! * events the pipeline synthesized (a chunk's START/CONTENT/END, V1's
+//!   `REASONING_*` for `THINKING_*`) as `data: {json}\n\n`;
+//! * on a violation, what [`OnViolation`] says; at the end of a stream cut
+//!   mid-run, a `RUN_ERROR` with code `AGUI_STREAM_TRUNCATED` ([`Options::repair`]);
+//!   and what the other [`Options`] and [`Rewriter::deny_tool`] ask for
+//!   (closing what is open, a largest event, canonical form, no `RAW`).
+//!
+//! Output holds only complete blocks: a proxy forwards each push's output at
+//! once, and the unfinished tail waits in the rewriter's raw buffer. Before
+//! each block the rewriter makes sure the writer has room for the block's
+//! worst case ([`Rewriter::frame_bound`]); if not, `push` returns how much it
+//! read, and the caller drains the writer and pushes the rest — nothing is
+//! lost.
+//!
+//! ```
+//! use agui_stream::{Config, rewrite::{Options, Rewriter}};
+//! let (mut frames, mut raw) = ([0u8; 256], [0u8; 256]);
+//! let mut rewriter = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+//! let mut out = Vec::new();
+//! let input = b": ping\n\ndata: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n\
+//!               data: {\"type\":\"TEXT_MESSAGE_CHUNK\",\"messageId\":\"m\",\"delta\":\"hi\"}\n\n";
+//! let pushed = rewriter.push(input, &mut out)?;
+//! assert_eq!(pushed.read, input.len());
+//! rewriter.finish(&mut out)?; // the run never finished: repaired
+//! let out = String::from_utf8(out).unwrap();
+//! assert!(out.starts_with(": ping\n\ndata: {\"type\":\"RUN_STARTED\""));
+//! assert!(out.contains("data: {\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"m\",\"role\":\"assistant\"}\n\n"));
+//! assert!(out.ends_with("\"code\":\"AGUI_STREAM_TRUNCATED\"}\n\n"));
+//! # Ok::<(), agui_stream::rewrite::RewriteError>(())
+//! ```
+
+// One struct, its `impl` blocks split by concern into files, in the order
+// the data flows: `push` → `admission` (block end, output bound, size
+// limit) → the pipeline with the `sink` (verdict → action) driving the
+// `forward` sink's frame bookkeeping, the `emit`ter (coalescing, BOM, the
+// forwarded-as-is fast path; `relines` where needed) and the tool `filter`
+// → the `spool` keeps what is not accounted for, or streams a long block
+// ahead of its verdict → `repair` at a stop or at `finish`.
+
+mod admission;
+mod emit;
+mod error;
+mod filter;
+mod forward;
+mod options;
+mod relines;
+mod repair;
+mod sink;
+mod spool;
+mod stats;
+#[cfg(test)]
+mod tests;
+
+pub use error::{Pushed, RewriteError};
+pub use filter::{DENIED_CALL_ID_BYTES, DENIED_CALLS, DENIED_TOOL_BYTES, DENIED_TOOLS};
+pub use options::{OnViolation, Options};
+pub use stats::Stats;
+
+use crate::output::encode::Write;
+use crate::pipeline::error::Error;
+use crate::pipeline::{
+    Config, DEFAULT_ID_BYTES, DEFAULT_OPEN_IDS, DEFAULT_OWNERS, Pipeline, Policy, Summary,
+};
+
+use admission::BlockEnd;
+use emit::{Emitter, Lines};
+use filter::ToolFilter;
+use forward::Forward;
+use repair::Stop;
+use spool::{Spool, Window};
+use stats::count_in;
+
+/// An SSE byte stream → the stream a client should see, in fixed memory:
+/// the pipeline's frame buffer, and a raw buffer for the original bytes of
+/// a block that spans pushes.
+#[derive(Debug)]
+pub struct Rewriter<
+    'b,
+    const OPEN: usize = DEFAULT_OPEN_IDS,
+    const OWNERS: usize = DEFAULT_OWNERS,
+    const ID_BYTES: usize = DEFAULT_ID_BYTES,
+> {
+    pipeline: Pipeline<'b, OPEN, OWNERS, ID_BYTES>,
+    /// The raw buffer, and how far the stream is accounted for.
+    spool: Spool<'b>,
+    /// How the output's last line stands (CR, bare `data`).
+    lines: Lines,
+    /// The block-end look-ahead.
+    scan: BlockEnd,
+    options: Options,
+    stats: Stats,
+    state: State,
+    filter: ToolFilter,
+}
+
+/// Where the rewriter stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Open,
+    /// Stopped by the policy, or finished.
+    Ended,
+}
+
+impl<'b> Rewriter<'b> {
+    /// A rewriter with the default capacities. `frame_buffer` is the
+    /// pipeline's (see [`Pipeline::new`]); `raw_buffer` holds the original
+    /// bytes of a block that spans pushes, so it bounds the blocks that can.
+    /// The pipeline's policy is the rewriter's to set: `config.policy` is
+    /// ignored.
+    pub fn new(
+        frame_buffer: &'b mut [u8],
+        raw_buffer: &'b mut [u8],
+        config: Config,
+        options: Options,
+    ) -> Self {
+        Self::sized(frame_buffer, raw_buffer, config, options)
+    }
+}
+
+impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
+    Rewriter<'b, OPEN, OWNERS, ID_BYTES>
+{
+    /// A rewriter with the capacities of its type parameters (see
+    /// [`Pipeline::sized`]).
+    pub fn sized(
+        frame_buffer: &'b mut [u8],
+        raw_buffer: &'b mut [u8],
+        config: Config,
+        options: Options,
+    ) -> Self {
+        // The policies are the rewriter's: the pipeline reports every
+        // violation, and the stop policy stops it.
+        Rewriter {
+            pipeline: Pipeline::sized(frame_buffer, config.policy(Policy::Monitor)),
+            spool: Spool::new(raw_buffer),
+            lines: Lines::new(),
+            scan: BlockEnd::new(),
+            options,
+            stats: Stats::default(),
+            state: State::Open,
+            filter: ToolFilter::new(),
+        }
+    }
+
+    /// Removes every event of calls to the tool `name` — TOOL_CALL_START,
+    /// ARGS, END and RESULT — from the output. It works on normalized
+    /// events, so chunk continuations without ids cannot leak. At most
+    /// [`DENIED_TOOLS`] names ([`DENIED_TOOL_BYTES`] bytes as JSON text); a
+    /// run's calls to them are held ([`DENIED_CALLS`] calls,
+    /// [`DENIED_CALL_ID_BYTES`] bytes of ids) until the next run: one more
+    /// ends the stream with a `RUN_ERROR` (`AGUI_STREAM_CAPACITY`).
+    ///
+    /// # Errors
+    ///
+    /// [`RewriteError::DeniedTools`] if the names do not fit.
+    pub fn deny_tool(&mut self, name: &str) -> Result<(), RewriteError> {
+        self.filter.deny(name)
+    }
+
+    /// Ends the rewriter and gives its frame and raw buffers back, for the
+    /// next stream, as a server does that keeps one pair per connection:
+    ///
+    /// ```
+    /// use agui_stream::{Config, rewrite::{Options, Rewriter}};
+    /// let (mut frames, mut raw) = ([0u8; 1024], [0u8; 1024]);
+    /// let mut rewriter = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+    /// let mut out = heapless::Vec::<u8, 8192>::new();
+    /// rewriter.push(b": first stream\n\n", &mut out)?;
+    /// let (frames, raw) = rewriter.into_buffers();
+    /// let next = Rewriter::new(frames, raw, Config::new(), Options::new());
+    /// assert_eq!(next.stats().bytes_in, 0);
+    /// # Ok::<(), agui_stream::rewrite::RewriteError>(())
+    /// ```
+    pub fn into_buffers(self) -> (&'b mut [u8], &'b mut [u8]) {
+        (self.pipeline.into_buffer(), self.spool.into_buffer())
+    }
+
+    /// What went through so far.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// The pipeline underneath (its verifier, offset and message renderer).
+    pub fn pipeline(&self) -> &Pipeline<'b, OPEN, OWNERS, ID_BYTES> {
+        &self.pipeline
+    }
+
+    /// Input bytes fully accounted for in the output so far (written,
+    /// re-written, replaced or dropped); the rest waits in the raw buffer.
+    pub fn accounted(&self) -> u64 {
+        self.spool.marks.accounted
+    }
+
+    /// Writes a `: ping` keep-alive comment (a proxy's idle timer calls it):
+    /// the output holds only whole blocks, so any moment between pushes is
+    /// between frames. Returns false once the stream has ended.
+    ///
+    /// # Errors
+    ///
+    /// [`RewriteError::OutputFull`] without room for it.
+    pub fn keep_alive<W: Write + ?Sized>(&mut self, out: &mut W) -> Result<bool, RewriteError> {
+        const PING: &[u8] = b": ping\n\n";
+        if self.state == State::Ended {
+            return Ok(false);
+        }
+        if out.room() < PING.len() {
+            return Err(RewriteError::OutputFull { needed: PING.len() });
+        }
+        out.write_bytes(PING)?;
+        self.stats.bytes_out = self.stats.bytes_out.saturating_add(PING.len() as u64);
+        self.stats.keep_alives = self.stats.keep_alives.saturating_add(1);
+        Ok(true)
+    }
+
+    /// Ends the input: a cut last frame is terminated (dropped, or cut if
+    /// it went out ahead of its verdict, where the input ended inside its
+    /// JSON), and a run left open gets its `RUN_ERROR` (with
+    /// [`Options::repair`]). Returns the
+    /// pipeline's summary (`None` if the stream had already ended).
+    ///
+    /// # Errors
+    ///
+    /// [`RewriteError::OutputFull`] (nothing done: drain and call again),
+    /// [`RewriteError::Write`].
+    pub fn finish<W: Write + ?Sized>(
+        &mut self,
+        out: &mut W,
+    ) -> Result<Option<Summary>, RewriteError> {
+        if self.state == State::Ended {
+            return Ok(None);
+        }
+        let needed = self.frame_bound(self.spool.len());
+        if out.room() < needed {
+            return Err(RewriteError::OutputFull { needed });
+        }
+        let base = self.pipeline.offset();
+        let mut stop = Stop::new();
+        let (result, failed) =
+            self.with_forward(&[], Some(false), base, out, &mut stop, |pipeline, sink| {
+                let result = pipeline.finish(sink);
+                if result.is_ok() && !sink.stop.stopped() {
+                    sink.rest(base);
+                }
+                result
+            });
+        self.state = State::Ended;
+        if failed {
+            return Err(RewriteError::Write);
+        }
+        if let Some(run_error) = stop.run_error() {
+            self.end_run(out, run_error)?;
+            return Ok(None);
+        }
+        let summary = match result {
+            Ok(summary) => summary,
+            Err(e) => {
+                self.stop(e, out)?;
+                return Ok(None);
+            }
+        };
+        if self.options.repair && summary.run == crate::check::verify::RunPhase::Active {
+            self.truncated(out)?;
+        }
+        Ok(Some(summary))
+    }
+
+    /// Runs `chunk` (whole blocks, or a last block that goes on) through the
+    /// pipeline, and keeps what is not accounted for in the raw buffer.
+    /// Pushes `chunk`; `plain` as [`relines::plain`] says of it (`None`:
+    /// not known yet).
+    fn run<W: Write + ?Sized>(
+        &mut self,
+        chunk: &[u8],
+        plain: Option<bool>,
+        out: &mut W,
+    ) -> Result<(), RewriteError> {
+        let base = self.pipeline.offset();
+        let raw_start = self.spool.marks.accounted;
+        let mut stop = Stop::new();
+        let (result, failed) =
+            self.with_forward(chunk, plain, base, out, &mut stop, |pipeline, sink| {
+                let pushed = pipeline.push(chunk, sink)?;
+                // A block that is going out ahead of its verdict is cut as
+                // soon as its JSON is known bad, not at its end (which may
+                // be far off, or never come): the same cut and error.
+                if sink.marks.streamed != 0 && !sink.stop.stopped() {
+                    pipeline.report_failed_spill(sink).transpose()?;
+                }
+                Ok(pushed)
+            });
+        self.stats.bytes_in = self.stats.bytes_in.saturating_add(chunk.len() as u64);
+        if failed {
+            self.state = State::Ended;
+            return Err(RewriteError::Write);
+        }
+        if let Some(run_error) = stop.run_error() {
+            self.state = State::Ended;
+            return self.end_run(out, run_error);
+        }
+        if let Err(e) = result {
+            return self.stop(e, out);
+        }
+        let end = base.saturating_add(chunk.len() as u64);
+        if let Some(upto) = self.spool.ahead(end) {
+            // The unfinished block outgrew the raw buffer: out it goes
+            // ahead of its verdict, all but its last bytes.
+            if self.spool.marks.streamed == 0 {
+                self.stats.streamed = self.stats.streamed.saturating_add(1);
+            }
+            let mut stop = Stop::new();
+            let (_, failed) =
+                self.with_forward(chunk, Some(false), base, out, &mut stop, |_, sink| {
+                    let from = sink.gap_start();
+                    sink.forward(from, upto);
+                    sink.marks.accounted = upto;
+                });
+            self.spool.marks.streamed = upto;
+            if failed {
+                self.state = State::Ended;
+                return Err(RewriteError::Write);
+            }
+        }
+        if let Err(e) = self.spool.keep(raw_start, Window::new(base, chunk)) {
+            self.state = State::Ended;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Runs `f` with the pipeline and a sink writing to `out`; `chunk` is
+    /// what the pipeline reads from stream offset `base` on. Also returns
+    /// whether `out` failed.
+    fn with_forward<W: Write + ?Sized, T>(
+        &mut self,
+        chunk: &[u8],
+        chunk_plain: Option<bool>,
+        base: u64,
+        out: &mut W,
+        stop: &mut Stop,
+        f: impl FnOnce(&mut Pipeline<'b, OPEN, OWNERS, ID_BYTES>, &mut Forward<'_, W>) -> T,
+    ) -> (T, bool) {
+        let (raw, marks) = self.spool.split(base);
+        let emit = Emitter::new(
+            out,
+            raw,
+            Window::new(base, chunk),
+            chunk_plain,
+            &mut self.lines,
+            self.stats.bytes_out,
+        );
+        let mut sink = Forward::new(
+            emit,
+            marks,
+            &mut self.stats,
+            self.options,
+            &mut self.filter,
+            stop,
+        );
+        let result = f(&mut self.pipeline, &mut sink);
+        let failed = sink.end();
+        (result, failed)
+    }
+
+    /// The pipeline failed: the policy's final `RUN_ERROR`, then nothing.
+    fn stop<W: Write + ?Sized>(&mut self, e: Error, out: &mut W) -> Result<(), RewriteError> {
+        self.state = State::Ended;
+        self.stats.violations = self.stats.violations.saturating_add(1);
+        count_in(&mut self.stats.violations_by_stage, e.stage.index());
+        let mut run_error = repair::RunError::new();
+        run_error.set(repair::code_of(&e), &self.pipeline.message(&e));
+        self.end_run(out, &run_error)
+    }
+}

@@ -1,0 +1,79 @@
+//! The byte scanners the JSON validator and the cursors over valid JSON
+//! share: whitespace, digit runs, and the one SWAR search for the bytes
+//! that end a string's plain run.
+
+// Positions here are indices into a slice (at most `isize::MAX`), advanced
+// by at most eight bytes past a byte just read, so `i + k` cannot overflow.
+#![allow(clippy::arithmetic_side_effects)]
+
+#[inline]
+pub(crate) fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+#[inline(always)]
+pub(crate) fn skip_ws(src: &[u8], mut i: usize) -> usize {
+    // Every whitespace byte is at most b' ': one comparison settles the
+    // usual case, a token right here.
+    while let Some(&b) = src.get(i) {
+        if b > b' ' || !is_ws(b) {
+            break;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// Position after the run of ASCII digits starting at `i`. Eight bytes
+/// are tested at a time (timestamps have 13 digits): a byte is a digit if
+/// its high nibble is 3 and adding 6 does not carry out of its low nibble.
+pub(crate) fn digits_end(src: &[u8], mut i: usize) -> usize {
+    const NIBBLES: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    const THREES: u64 = 0x3030_3030_3030_3030;
+    const SIXES: u64 = 0x0606_0606_0606_0606;
+    while let Some(chunk) = src.get(i..i + 8) {
+        let w = u64::from_le_bytes(<[u8; 8]>::try_from(chunk).unwrap_or([0; 8]));
+        if w & NIBBLES != THREES || (w.wrapping_add(SIXES)) & NIBBLES != THREES {
+            break;
+        }
+        i += 8;
+    }
+    while src.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    i
+}
+
+/// Position of the first byte at or after `j` that is a quote, a backslash
+/// or (with `controls`) below 0x20; `src.len()` if none.
+///
+/// Strings in AG-UI traffic are short (ids, deltas of a few characters), so
+/// a call into a vectorized search costs more than it saves; this tests
+/// eight bytes at a time in a `u64` instead (SWAR). The classic zero-byte
+/// test can flag bytes above a real hit, never below it, so the lowest flag
+/// is exact.
+#[inline(always)]
+pub(crate) fn special_byte(src: &[u8], mut j: usize, controls: bool) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    while let Some(chunk) = src.get(j..j + 8) {
+        let w = u64::from_le_bytes(<[u8; 8]>::try_from(chunk).unwrap_or([0; 8]));
+        let mut hits =
+            zero_byte(w ^ (ONES * u64::from(b'"'))) | zero_byte(w ^ (ONES * u64::from(b'\\')));
+        if controls {
+            hits |= w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+        }
+        if hits != 0 {
+            return j + (hits.trailing_zeros() / 8) as usize;
+        }
+        j += 8;
+    }
+    while let Some(&b) = src.get(j) {
+        if b == b'"' || b == b'\\' || (controls && b < 0x20) {
+            return j;
+        }
+        j += 1;
+    }
+    j
+}
