@@ -40,7 +40,7 @@ envoy=$(scripts/install-envoy.sh | tail -n 1)
 "$envoy" --version
 
 step "agui (the offline gateway the bodies are compared with)"
-cargo build --release --features std --example agui
+cargo build --release -p agui-cli
 
 step "end to end: scripts/envoy-e2e.sh tests/corpus/real"
 WASM=$wasm ENVOY=$envoy scripts/envoy-e2e.sh tests/corpus/real

@@ -132,7 +132,7 @@ for line in sys.stdin:
             print(f)' | tail -n 1)
 fi
 if [ -z "${AGUI:-}" ]; then
-    AGUI=$(cargo build --release --features std --example agui --message-format json 2>"$work/build-agui.log" |
+    AGUI=$(cargo build --release -p agui-cli --message-format json 2>"$work/build-agui.log" |
         python3 -c 'import json, sys
 for line in sys.stdin:
     m = json.loads(line)
@@ -164,22 +164,20 @@ say "hostile streams: $(find "$hostile" -name '*.sse' | wc -l) in $hostile"
 # give the same output.
 config='{"deterministic_ids":true,"buffer":65536}'
 flags=()
-# The same ids as the filter's `deterministic_ids`: agui's flag where agui
-# has one (an agui that mints per run by default), its default otherwise.
-if "$AGUI" gateway --help 2>&1 | grep -q -- --deterministic-ids; then
-    flags+=(--deterministic-ids)
-fi
 # The other configuration denies the first tool the captures call.
 other_tool=$(cat "$captures"/*.sse | grep -o '"toolCallName":"[a-zA-Z0-9_.-]*"' | head -n 1 | cut -d'"' -f4 || true)
 other_tool=${other_tool:-get_weather}
 other_config='{"deterministic_ids":true,"buffer":65536,"on_violation":"drop","close_open":true,"drop_raw":true,"deny_tools":["'$other_tool'"]}'
-other_flags=("${flags[@]}" --on-violation drop --close-open --drop-raw --deny-tool "$other_tool")
+other_flags=(--on-violation drop --close-open --drop-raw --deny-tool "$other_tool")
 
 # gateway OUT FILE [FLAGS...]: what agui prints for FILE (stats in OUT.stats).
 gateway() {
     local out=$1 file=$2
     shift 2
-    timeout 60 "$AGUI" gateway --chunk 1460 --buffer 65536 "$@" "$file" >"$out" 2>"$out.stats"
+    # The filter's configurations ask for deterministic ids; status 1 is a
+    # stream with a violation.
+    timeout 60 "$AGUI" gateway --deterministic-ids --chunk 1460 --buffer 65536 "$@" "$file" \
+        >"$out" 2>"$out.stats" || [ $? = 1 ]
 }
 
 # ------------------------------------------------------------------ processes

@@ -1,30 +1,39 @@
 //! End to end: `examples/http_proxy.rs` between a real upstream and a real
-//! client, on loopback.
+//! client, on loopback; one test per behaviour, over one shared fixture.
 //!
-//! How the binaries are had: an integration test cannot depend on examples
-//! being built, so the test first runs
-//! `$CARGO build --release --features std --example http_proxy --example agui --message-format json`
-//! (`CARGO` is set by cargo for tests; a no-op when they are fresh) and
-//! takes the two executables' paths from cargo's `compiler-artifact`
-//! messages, wherever the target directory is. The release build is the
-//! one `.ci/run` makes later anyway. Everything after the build is bounded
-//! in time; every process started is killed by pid when its guard drops,
-//! also when the test fails.
+//! The fixture ([`fixture`], made once per test process): the two
+//! binaries, and an upstream. How the binaries are had: an integration
+//! test cannot depend on examples (or another package) being built, so the
+//! fixture first runs
+//! `$CARGO build --release --features std,serde --example http_proxy` and
+//! `$CARGO build --release -p agui-cli --message-format json` (`CARGO` is set
+//! by cargo for tests; no-ops when they are fresh) and takes the
+//! executables' paths from cargo's `compiler-artifact` messages, wherever
+//! the target directory is. The release builds are the ones `.ci/run` makes
+//! later anyway.
 //!
-//! The upstream is a small HTTP/1.1 server on raw tokio sockets inside this
-//! process (so that each write is one the test chose): it serves the real
-//! captures and a few conformance cases as `text/event-stream`, chunked or
-//! with a `content-length`, in seeded random writes of 1–1500 bytes with
-//! small random delays (and 100 ms before the last one), and records when it
-//! wrote its last byte. The client is hyper's. The expected bodies are what
-//! `agui gateway --chunk 1460` prints for the same file and flags.
+//! The upstream is a small HTTP/1.1 server on raw tokio sockets (so that
+//! each write is one the test chose), on a runtime of its own: it serves
+//! the real captures and a few conformance cases as `text/event-stream`,
+//! chunked or with a `content-length`, in seeded random writes of 1–1500
+//! bytes with small random delays (and 100 ms before the last one), and
+//! records when it wrote its last byte; `/silent/` answers with one block
+//! and then nothing, and records when the proxy closes the connection. The
+//! client is hyper's (or a raw socket, to leave mid-response). The expected
+//! bodies are what `agui gateway --chunk 1460 --buffer 65536` prints for the
+//! same file and flags.
+//!
+//! Each test starts its own proxies (their logs are its own) and makes
+//! requests whose targets no other test makes. Everything after the build
+//! is bounded in time; every process started is killed by pid when its
+//! guard drops, also when the test fails.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 use http_body_util::{BodyExt, Full};
@@ -41,15 +50,6 @@ impl Drop for Killed {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
-    }
-}
-
-/// A directory removed when dropped.
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -76,14 +76,14 @@ fn drain(mut from: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8
     })
 }
 
-/// Builds the examples (release); their paths.
-fn build() -> (PathBuf, PathBuf) {
+/// Runs `cargo ARGS --message-format json`; the executables it built, by
+/// target name.
+fn cargo_build(args: &[&str]) -> HashMap<String, PathBuf> {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let started = Instant::now();
     let mut child = Command::new(cargo)
-        .args(["build", "--release", "--features", "std"])
-        .args(["--example", "http_proxy", "--example", "agui"])
+        .args(args)
         .args([
             "--message-format",
             "json-render-diagnostics",
@@ -97,7 +97,7 @@ fn build() -> (PathBuf, PathBuf) {
     let stdout = drain(child.stdout.take().expect("cargo's stdout"));
     // A cold build of the examples' dependencies on 2 cores takes minutes.
     let status = wait_bounded(child, Duration::from_secs(1800), "cargo build");
-    assert!(status.success(), "cargo build failed: {status}");
+    assert!(status.success(), "cargo {args:?} failed: {status}");
     let messages = stdout.join().expect("cargo's stdout");
     let mut found = HashMap::new();
     for line in messages.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
@@ -111,31 +111,195 @@ fn build() -> (PathBuf, PathBuf) {
             found.insert(name.to_owned(), PathBuf::from(exe));
         }
     }
-    eprintln!("build: {:.1} s", started.elapsed().as_secs_f64());
-    let mut get = |name: &str| {
-        found
-            .remove(name)
-            .unwrap_or_else(|| panic!("cargo built no executable {name}"))
-    };
-    let proxy = get("http_proxy");
-    (proxy, get("agui"))
+    eprintln!("cargo {args:?}: {:.1} s", started.elapsed().as_secs_f64());
+    found
 }
 
-/// `agui gateway --chunk 1460 --buffer 65536 FLAGS FILE`'s stdout.
-fn gateway(agui: &Path, flags: &[&str], file: &Path) -> Vec<u8> {
-    let mut child = Command::new(agui)
-        .args(["gateway", "--chunk", "1460", "--buffer", "65536"])
-        .args(flags)
-        .arg(file)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("run agui");
-    let stdout = drain(child.stdout.take().expect("agui's stdout"));
-    let status = wait_bounded(child, Duration::from_secs(20), "agui gateway");
-    assert!(status.success(), "agui gateway {file:?}: {status}");
-    stdout.join().expect("agui's stdout")
+/// What every test shares: the binaries and the upstream.
+struct Fixture {
+    proxy: PathBuf,
+    agui: PathBuf,
+    corpus: PathBuf,
+    upstream: Arc<Upstream>,
+    upstream_addr: SocketAddr,
+    /// The upstream's runtime (it lives as long as the process).
+    _runtime: tokio::runtime::Runtime,
+}
+
+/// The real captures and the conformance cases every stream test serves.
+const CONFORMANCE: [&str; 5] = [
+    "sse-crlf-multi.sse",      // CRLF line ends: relined
+    "chunk-mixed-kinds.sse",   // chunks: expanded
+    "mix-small-25.sse",        // 24 KB, 253 events
+    "real-tool-roundtrip.sse", // a valid run
+    VIOLATING,
+];
+/// A lifecycle violation.
+const VIOLATING: &str = "life-finish-open-tool.sse";
+/// One 72 KB block: more than the proxy's 64 KiB buffers (streamed).
+const LARGE: &str = "esc-long-delta.sse";
+/// Served slowly, for the keep-alives.
+const SLOW: &str = "real-chat-simple.sse";
+/// Legacy THINKING events, which V1 gives minted ids.
+const THINKING: &str = "ev-thinking-full.sse";
+
+fn fixture() -> &'static Fixture {
+    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let mut proxy = cargo_build(&[
+            "build",
+            "--release",
+            "--features",
+            "std,serde",
+            "--example",
+            "http_proxy",
+        ]);
+        let mut agui = cargo_build(&["build", "--release", "-p", "agui-cli", "--bin", "agui"]);
+        let proxy = proxy
+            .remove("http_proxy")
+            .expect("cargo built no http_proxy");
+        let agui = agui.remove("agui").expect("cargo built no agui");
+        let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+        let mut streams = HashMap::new();
+        for f in real_captures(&corpus).into_iter().chain(
+            [CONFORMANCE.as_slice(), &[LARGE, SLOW, THINKING]]
+                .concat()
+                .iter()
+                .map(|name| corpus.join("conformance").join(name)),
+        ) {
+            let name = f.file_name().expect("name").to_string_lossy().into_owned();
+            streams.insert(name, std::fs::read(&f).expect("read a stream"));
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let upstream = Arc::new(Upstream {
+            streams,
+            sent: Mutex::new(HashMap::new()),
+            closed: Mutex::new(HashMap::new()),
+        });
+        let listener = runtime
+            .block_on(TcpListener::bind("127.0.0.1:0"))
+            .expect("bind the upstream");
+        let upstream_addr = listener.local_addr().expect("upstream address");
+        runtime.spawn(serve_upstream(listener, Arc::clone(&upstream)));
+        Fixture {
+            proxy,
+            agui,
+            corpus,
+            upstream,
+            upstream_addr,
+            _runtime: runtime,
+        }
+    })
+}
+
+/// The real captures, by path.
+fn real_captures(corpus: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(corpus.join("real"))
+        .expect("tests/corpus/real")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sse"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no real captures");
+    files
+}
+
+impl Fixture {
+    /// The path of the stream `name`.
+    fn file(&self, name: &str) -> PathBuf {
+        let real = self.corpus.join("real").join(name);
+        if real.exists() {
+            real
+        } else {
+            self.corpus.join("conformance").join(name)
+        }
+    }
+
+    /// The streams served whole: the real captures, then [`CONFORMANCE`].
+    fn names(&self) -> Vec<String> {
+        real_captures(&self.corpus)
+            .iter()
+            .map(|f| f.file_name().expect("name").to_string_lossy().into_owned())
+            .chain(CONFORMANCE.iter().map(|n| (*n).to_owned()))
+            .collect()
+    }
+
+    fn stream(&self, name: &str) -> &[u8] {
+        &self.upstream.streams[name]
+    }
+
+    /// `agui gateway --chunk 1460 --buffer 65536 FLAGS FILE`'s stdout.
+    fn gateway(&self, flags: &[&str], file: &Path) -> Vec<u8> {
+        let mut child = Command::new(&self.agui)
+            .args(["gateway", "--chunk", "1460", "--buffer", "65536"])
+            .args(flags)
+            .arg(file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run agui");
+        let stdout = drain(child.stdout.take().expect("agui's stdout"));
+        let status = wait_bounded(child, Duration::from_secs(20), "agui gateway");
+        // 1: the input had a violation (the output is still the gateway's).
+        assert!(
+            matches!(status.code(), Some(0 | 1)),
+            "agui gateway {file:?}: {status}"
+        );
+        stdout.join().expect("agui's stdout")
+    }
+
+    /// The gateway's output for `name` cut as the upstream's `/cut/`
+    /// (`mid_frame`: `/cutmid/`) cuts it.
+    fn gateway_cut(&self, flags: &[&str], name: &str, mid_frame: bool, tmp: &TempDir) -> Vec<u8> {
+        let stream = self.stream(name);
+        let cut = tmp.0.join(format!("cut-{mid_frame}-{name}"));
+        std::fs::write(&cut, &stream[..cut_len(stream, mid_frame)]).expect("write a cut stream");
+        self.gateway(flags, &cut)
+    }
+
+    /// A proxy in front of the upstream, its stderr in `tmp`.
+    fn proxy(&self, flags: &[&str], tmp: &TempDir) -> Proxy {
+        start_proxy(
+            &self.proxy,
+            self.upstream_addr,
+            flags,
+            tmp.0.join("proxy.log"),
+        )
+    }
+}
+
+/// A directory removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    /// A new directory for the test `name`.
+    fn new(name: &str) -> Self {
+        let dir =
+            std::env::temp_dir().join(format!("agui-http-proxy-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A test's client side: a runtime of its own.
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(f)
 }
 
 /// A started proxy and where it listens.
@@ -143,6 +307,29 @@ struct Proxy {
     _child: Killed,
     addr: SocketAddr,
     log: PathBuf,
+}
+
+impl Proxy {
+    /// Its stderr lines so far.
+    fn log(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .expect("proxy log")
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Its stderr lines once `done` holds of them (at most 5 s).
+    fn log_when(&self, done: impl Fn(&[String]) -> bool) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let log = self.log();
+            if done(&log) || Instant::now() > deadline {
+                return log;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 fn start_proxy(exe: &Path, upstream: SocketAddr, flags: &[&str], log: PathBuf) -> Proxy {
@@ -227,6 +414,31 @@ fn first_block_end(stream: &[u8]) -> usize {
 struct Upstream {
     streams: HashMap<String, Vec<u8>>,
     sent: Mutex<HashMap<String, Sent>>,
+    /// `/silent/` requests (by target): when the proxy closed the
+    /// connection.
+    closed: Mutex<HashMap<String, Instant>>,
+}
+
+impl Upstream {
+    /// What it did for `target`.
+    fn sent(&self, target: &str) -> Sent {
+        self.sent.lock().expect("sent")[target]
+    }
+
+    /// When the proxy closed `/silent/` `target`'s connection, waiting at
+    /// most `limit` for it.
+    fn closed(&self, target: &str, limit: Duration) -> Option<Instant> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(at) = self.closed.lock().expect("closed").get(target) {
+                return Some(*at);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
 }
 
 /// The JSON the upstream answers `/json` with.
@@ -301,7 +513,7 @@ async fn answer(mut socket: TcpStream, upstream: Arc<Upstream>) -> std::io::Resu
         body.extend_from_slice(&buf[..n]);
     }
     let (path, query) = target.split_once('?').unwrap_or((&target, ""));
-    let chunked = query != "mode=length";
+    let chunked = !query.split('&').any(|p| p == "mode=length");
     let mut parts = path.trim_start_matches('/').splitn(2, '/');
     let (route, name) = (
         parts.next().unwrap_or_default(),
@@ -328,6 +540,35 @@ async fn answer(mut socket: TcpStream, upstream: Arc<Upstream>) -> std::io::Resu
             socket.write_all(FAKE_GZIP).await?;
         }
         "reset" => return Ok(()), // closed before any response
+        "silent" | "silenthead" => {
+            // The head and the stream's first block (`/silent/`), or
+            // nothing (`/silenthead/`); then nothing more, for 30 s at
+            // most, while watching for the proxy to close the connection.
+            if route == "silent" {
+                let stream = upstream.streams.get(name).map_or(&b""[..], Vec::as_slice);
+                let first = &stream[..first_block_end(stream)];
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                     transfer-encoding: chunked\r\n\r\n{:x}\r\n",
+                    first.len()
+                );
+                socket.write_all(response.as_bytes()).await?;
+                socket.write_all(first).await?;
+                socket.write_all(b"\r\n").await?;
+            }
+            loop {
+                match socket.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+            upstream
+                .closed
+                .lock()
+                .expect("closed")
+                .insert(target.clone(), Instant::now());
+            return Ok(());
+        }
         "s" | "cut" | "cutmid" | "slow" => {
             let Some(stream) = upstream.streams.get(name) else {
                 socket
@@ -340,9 +581,15 @@ async fn answer(mut socket: TcpStream, upstream: Arc<Upstream>) -> std::io::Resu
             } else {
                 format!("content-length: {}", stream.len())
             };
+            // `cc=no-store`: the upstream's own cache-control.
+            let cache = if query.split('&').any(|p| p == "cc=no-store") {
+                "cache-control: no-store\r\n"
+            } else {
+                ""
+            };
             let response = format!(
                 "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n\
-                 {framing}\r\nconnection: close\r\n\r\n"
+                 {framing}\r\n{cache}connection: close\r\n\r\n"
             );
             socket.write_all(response.as_bytes()).await?;
             let send = match route {
@@ -545,176 +792,121 @@ fn without_pings(got: Got, want: &[u8]) -> (Got, usize) {
 const TRUNCATED: &[u8] = b"\"code\":\"AGUI_STREAM_TRUNCATED\"}\n\n";
 const VIOLATION: &[u8] = b"\"code\":\"AGUI_STREAM_VIOLATION\"}\n\n";
 
+/// Every stream, chunked and with a content-length, whole and cut in two
+/// ways, all at once through one proxy: each body is what `agui gateway`
+/// prints for it (a cut run ends in the repair's RUN_ERROR), with the
+/// rewritten response's headers.
 #[test]
-fn proxy_rewrites_streams_end_to_end() {
-    let (proxy_exe, agui) = build();
-    let started = Instant::now();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
-    let tmp = TempDir(std::env::temp_dir().join(format!("agui-http-proxy-{}", std::process::id())));
-    std::fs::create_dir_all(&tmp.0).expect("temp dir");
-
-    // The streams: every real capture, and a few conformance cases.
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root.join("real"))
-        .expect("tests/corpus/real")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "sse"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no real captures");
-    let violating = "life-finish-open-tool.sse";
-    for name in [
-        "sse-crlf-multi.sse",      // CRLF line ends: relined
-        "chunk-mixed-kinds.sse",   // chunks: expanded
-        "mix-small-25.sse",        // 24 KB, 253 events
-        "real-tool-roundtrip.sse", // a valid run
-        violating,                 // a lifecycle violation
-    ] {
-        files.push(root.join("conformance").join(name));
-    }
-    let large = "esc-long-delta.sse"; // one 72 KB block: more than --buffer (streamed)
-    let slow = "real-chat-simple.sse";
-    let mut streams = HashMap::new();
-    for f in files.iter().chain([&root.join("conformance").join(large)]) {
-        let name = f.file_name().expect("name").to_string_lossy().into_owned();
-        streams.insert(name, std::fs::read(f).expect("read a stream"));
-    }
-    streams.insert(
-        slow.to_owned(),
-        std::fs::read(root.join("conformance").join(slow)).expect("read a stream"),
-    );
-    let names: Vec<String> = files
-        .iter()
-        .map(|f| f.file_name().expect("name").to_string_lossy().into_owned())
-        .collect();
-
-    // What the gateway prints offline, whole and cut in half.
-    let default_flags: &[&str] = &[];
-    let other_flags: &[&str] = &["--on-violation", "drop", "--close-open"];
+fn every_stream_is_the_gateways_output() {
+    let f = fixture();
+    let tmp = TempDir::new("every");
+    let names = f.names();
     let mut want = HashMap::new();
-    let (mut want_cut, mut want_cutmid) = (HashMap::new(), HashMap::new());
-    for (name, f) in names.iter().zip(&files) {
-        want.insert(name.clone(), gateway(&agui, default_flags, f));
-        for (mid_frame, want_cut) in [(false, &mut want_cut), (true, &mut want_cutmid)] {
-            let cut = tmp.0.join(format!("cut-{mid_frame}-{name}"));
-            let len = cut_len(&streams[name], mid_frame);
-            std::fs::write(&cut, &streams[name][..len]).expect("write a cut stream");
-            want_cut.insert(name.clone(), gateway(&agui, default_flags, &cut));
-        }
+    for name in &names {
+        want.insert(format!("s/{name}"), f.gateway(&[], &f.file(name)));
+        want.insert(format!("cut/{name}"), f.gateway_cut(&[], name, false, &tmp));
+        want.insert(
+            format!("cutmid/{name}"),
+            f.gateway_cut(&[], name, true, &tmp),
+        );
     }
-    let want_violating_drop = gateway(
-        &agui,
-        other_flags,
-        &root.join("conformance").join(violating),
-    );
-    let want_slow = gateway(&agui, other_flags, &root.join("conformance").join(slow));
-    let want_large = gateway(&agui, default_flags, &root.join("conformance").join(large));
-    let cut = tmp.0.join(format!("cut-false-{}", names[0]));
-    let want_cut_close = gateway(&agui, other_flags, &cut);
     assert!(
-        want[violating].ends_with(VIOLATION),
+        want[&format!("s/{VIOLATING}")].ends_with(VIOLATION),
         "the violating case's expectation"
     );
-
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let large_stream = streams[large].clone();
-    let upstream = Arc::new(Upstream {
-        streams,
-        sent: Mutex::new(HashMap::new()),
-    });
-    let listener = runtime
-        .block_on(TcpListener::bind("127.0.0.1:0"))
-        .expect("bind the upstream");
-    let upstream_addr = listener.local_addr().expect("upstream address");
-    runtime.spawn(serve_upstream(listener, Arc::clone(&upstream)));
-
-    let proxy = start_proxy(
-        &proxy_exe,
-        upstream_addr,
-        default_flags,
-        tmp.0.join("proxy.log"),
-    );
-    let mut other_flags_and_keepalive = other_flags.to_vec();
-    other_flags_and_keepalive.extend(["--keepalive-ms", "100"]);
-    let other = start_proxy(
-        &proxy_exe,
-        upstream_addr,
-        &other_flags_and_keepalive,
-        tmp.0.join("other.log"),
-    );
-    let (addr, other_addr) = (proxy.addr, other.addr);
-
-    runtime.block_on(async {
-        // Every stream, chunked and with a content-length, and each cut in
-        // half, all at once.
-        let mut targets = Vec::new();
-        for name in &names {
+    let proxy = f.proxy(&[], &tmp);
+    let addr = proxy.addr;
+    let mut targets = Vec::new();
+    for name in &names {
+        for route in ["s", "cut", "cutmid"] {
             for mode in ["chunked", "length"] {
-                targets.push(format!("/s/{name}?mode={mode}"));
-                targets.push(format!("/cut/{name}?mode={mode}"));
-                targets.push(format!("/cutmid/{name}?mode={mode}"));
+                targets.push((
+                    format!("{route}/{name}"),
+                    format!("/{route}/{name}?mode={mode}&t=every"),
+                ));
             }
         }
+    }
+    block_on(async {
         let tasks: Vec<_> = targets
             .iter()
-            .map(|t| {
+            .map(|(_, t)| {
                 let t = t.clone();
                 tokio::spawn(async move { request(addr, "GET", &t, b"").await })
             })
             .collect();
-        let mut lead_min = Duration::MAX;
-        let mut ttfe_max = Duration::ZERO;
-        let mut latencies = Vec::new();
-        let mut timed = 0;
-        for (target, task) in targets.iter().zip(tasks) {
+        for ((key, target), task) in targets.iter().zip(tasks) {
             let got = task.await.expect("request task");
-            let name = target.split('/').nth(2).and_then(|n| n.split('?').next()).unwrap_or_default();
-            let sent = upstream.sent.lock().expect("sent")[target];
-            if target.starts_with("/cut/") {
-                // Cut between frames: the repair's RUN_ERROR.
-                assert_rewritten(target, &got, &want_cut[name]);
-                assert!(got.body.ends_with(TRUNCATED), "{target}: {}", show(&got.body));
-                continue;
-            }
-            if target.starts_with("/cutmid/") {
-                // Cut inside a frame: what the gateway makes of it offline
-                // (a RUN_ERROR too, its code by what the cut frame reads as).
-                assert_rewritten(target, &got, &want_cutmid[name]);
+            assert_rewritten(target, &got, &want[key]);
+            if key.starts_with("cut/") {
+                assert!(
+                    got.body.ends_with(TRUNCATED),
+                    "{target}: {}",
+                    show(&got.body)
+                );
+            } else if key.starts_with("cutmid/") {
+                // Cut inside a frame: a RUN_ERROR too, its code by what
+                // the cut frame reads as.
                 assert!(
                     got.body.ends_with(TRUNCATED) || got.body.ends_with(VIOLATION),
                     "{target}: {}",
                     show(&got.body)
                 );
-                continue;
+            } else if key.ends_with(VIOLATING) {
+                assert!(
+                    got.body.ends_with(VIOLATION),
+                    "{target}: {}",
+                    show(&got.body)
+                );
             }
-            assert_rewritten(target, &got, &want[name]);
-            if name == violating {
-                assert!(got.body.ends_with(VIOLATION), "{target}: {}", show(&got.body));
-            }
-            // The first event before the upstream's last byte, where the
-            // first block ends before the upstream's last write starts.
-            let first_block = first_block_end(&upstream.streams[name]);
+        }
+    });
+}
+
+/// Events go out as they come: the first one reaches the client before the
+/// upstream's last byte (where the first block ends before the upstream's
+/// last write starts), also with every stream at once.
+#[test]
+fn the_first_event_comes_before_the_upstreams_last_byte() {
+    let f = fixture();
+    let tmp = TempDir::new("first");
+    let names = f.names();
+    let proxy = f.proxy(&[], &tmp);
+    let addr = proxy.addr;
+    let targets: Vec<(String, String)> = names
+        .iter()
+        .flat_map(|name| {
+            ["chunked", "length"]
+                .map(|mode| (name.clone(), format!("/s/{name}?mode={mode}&t=first")))
+        })
+        .collect();
+    block_on(async {
+        let tasks: Vec<_> = targets
+            .iter()
+            .map(|(_, t)| {
+                let t = t.clone();
+                tokio::spawn(async move { request(addr, "GET", &t, b"").await })
+            })
+            .collect();
+        let (mut lead_min, mut ttfe_max) = (Duration::MAX, Duration::ZERO);
+        let mut latencies = Vec::new();
+        let mut timed = 0;
+        for ((name, target), task) in targets.iter().zip(tasks) {
+            let got = task.await.expect("request task");
+            assert_eq!(got.status, 200, "{target}");
+            let sent = f.upstream.sent(target);
             let (first, ttfe) = got.first_chunk.expect("a first chunk");
             // What the proxy adds: from the upstream's write that completed
             // the first block to the client's first chunk.
             let written = sent.first_block_sent.expect("the first block's write");
             latencies.push(first.saturating_duration_since(written));
-            if first_block <= sent.last_write_at {
+            if first_block_end(f.stream(name)) <= sent.last_write_at {
                 assert!(
                     first < sent.last_byte,
                     "{target}: the first event came {:?} after the upstream's last byte",
                     first - sent.last_byte
                 );
-                let lead = sent.last_byte - first;
-                eprintln!(
-                    "{target}: first event after {:.2} ms, {:.1} ms before the upstream's last byte",
-                    ttfe.as_secs_f64() * 1e3,
-                    lead.as_secs_f64() * 1e3
-                );
-                lead_min = lead_min.min(lead);
+                lead_min = lead_min.min(sent.last_byte - first);
                 ttfe_max = ttfe_max.max(ttfe);
                 timed += 1;
             }
@@ -726,114 +918,385 @@ fn proxy_rewrites_streams_end_to_end() {
             "time to first event: at most {:.2} ms after the request over {timed} streams, \
              at least {:.1} ms before the upstream's last byte; from the upstream's write of \
              the first block to the client: median {:.2} ms, max {:.2} ms over {} responses \
-             ({} at once)",
+             at once",
             ms(ttfe_max),
             ms(lead_min),
             ms(latencies[latencies.len() / 2]),
             ms(latencies[latencies.len() - 1]),
             latencies.len(),
-            targets.len()
         );
 
         // One request alone.
-        let lone = format!("/s/{}?mode=chunked&alone", names[0]);
+        let lone = format!("/s/{}?mode=chunked&t=alone", names[0]);
         let got = request(addr, "GET", &lone, b"").await;
-        assert_rewritten(&lone, &got, &want[&names[0]]);
         let (first, ttfe) = got.first_chunk.expect("a first chunk");
-        let sent = upstream.sent.lock().expect("sent")[&lone];
-        let written = sent.first_block_sent.expect("the first block's write");
+        let written = f
+            .upstream
+            .sent(&lone)
+            .first_block_sent
+            .expect("the first block's write");
+        assert!(
+            first < f.upstream.sent(&lone).last_byte,
+            "alone: the first event came late"
+        );
         eprintln!(
             "alone: first event {:.2} ms after the request, {:.2} ms after the upstream wrote it",
             ms(ttfe),
             ms(first.saturating_duration_since(written))
         );
+    });
+}
 
-        // Not SSE: untouched, and the request forwarded as it was sent.
+/// A response that is not an event stream, or a compressed one, passes
+/// untouched; the request goes upstream as it was sent (asking for
+/// identity).
+#[test]
+fn other_responses_pass_through_untouched() {
+    let f = fixture();
+    let tmp = TempDir::new("passthrough");
+    let proxy = f.proxy(&[], &tmp);
+    block_on(async {
         let post_body = b"{\"question\":\"weather?\"}";
-        let got = request(addr, "POST", "/json?x=1&y=2", post_body).await;
+        let got = request(proxy.addr, "POST", "/json?x=1&y=2", post_body).await;
         let json = echo_json("POST", "/json?x=1&y=2", "identity", post_body.len());
         assert_eq!(got.status, 200);
-        assert_eq!(got.body, json.as_bytes(), "the JSON passes through untouched");
-        assert_eq!(header(&got.headers, "content-type"), Some("application/json"));
-        assert_eq!(header(&got.headers, "content-length"), Some(json.len().to_string().as_str()));
-        assert_eq!(header(&got.headers, "x-upstream"), Some("yes"));
-        assert_eq!(header(&got.headers, "cache-control"), None);
+        assert_eq!(
+            got.body,
+            json.as_bytes(),
+            "the JSON passes through untouched"
+        );
+        let h = &got.headers;
+        assert_eq!(header(h, "content-type"), Some("application/json"));
+        assert_eq!(
+            header(h, "content-length"),
+            Some(json.len().to_string().as_str())
+        );
+        assert_eq!(header(h, "x-upstream"), Some("yes"));
+        assert_eq!(header(h, "cache-control"), None);
 
-        // A compressed event stream: untouched too.
-        let got = request(addr, "GET", "/gzip", b"").await;
+        let got = request(proxy.addr, "GET", "/gzip", b"").await;
         assert_eq!(got.status, 200);
-        assert_eq!(got.body, FAKE_GZIP, "a compressed stream passes through untouched");
+        assert_eq!(
+            got.body, FAKE_GZIP,
+            "a compressed stream passes through untouched"
+        );
         assert_eq!(header(&got.headers, "content-encoding"), Some("gzip"));
         assert_eq!(header(&got.headers, "cache-control"), None);
-
-        // An upstream that fails: 502.
-        let got = request(addr, "GET", "/reset", b"").await;
-        assert_eq!(got.status, 502, "a failing upstream");
-
-        // A block larger than the proxy's buffers goes out piece by piece
-        // ahead of its verdict, and the body is still the gateway's.
-        let got = request(addr, "GET", "/s/esc-long-delta.sse", b"").await;
-        assert_rewritten("a block over --buffer", &got, &want_large);
-        assert!(got.body == large_stream, "nothing to change in it");
-
-        // The other policy, and keep-alives between frames (this proxy
-        // pings after 100 ms: also in the upstream's pause before its last
-        // write).
-        let got = request(other_addr, "GET", &format!("/s/{violating}"), b"").await;
-        let (got, _) = without_pings(got, &want_violating_drop);
-        assert_rewritten("drop, close-open", &got, &want_violating_drop);
-        let cut = format!("/cut/{}", names[0]);
-        let got = request(other_addr, "GET", &cut, b"").await;
-        let (got, _) = without_pings(got, &want_cut_close);
-        assert_rewritten("cut, close-open", &got, &want_cut_close);
-        assert!(got.body.ends_with(TRUNCATED));
-        let got = request(other_addr, "GET", &format!("/slow/{slow}"), b"").await;
-        let (got, pings) = without_pings(got, &want_slow);
-        assert!(pings >= 2, "{pings} keep-alives in a 450 ms pause at 100 ms");
-        assert_rewritten("keep-alives", &got, &want_slow);
-        eprintln!("{pings} keep-alives in a 450 ms pause");
     });
+    let log = proxy.log_when(|l| l.len() >= 2);
+    assert_eq!(
+        log.iter()
+            .filter(|l| l.contains("\"passed_through\":"))
+            .count(),
+        2,
+        "{log:?}"
+    );
+}
 
-    // One stats line per rewritten response (written as it ends).
-    let rewritten = 6 * names.len() + 2;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let log = loop {
-        let log = std::fs::read_to_string(&proxy.log).expect("proxy log");
-        let lines = log.lines().filter(|l| l.contains("\"rewritten\":")).count();
-        if lines >= rewritten || Instant::now() > deadline {
-            break log;
+/// The upstream's own `cache-control` is kept (`no-store` says more than
+/// `no-cache`); `no-cache` only where it set none.
+#[test]
+fn the_upstreams_cache_control_is_kept() {
+    let f = fixture();
+    let tmp = TempDir::new("cache");
+    let proxy = f.proxy(&[], &tmp);
+    let name = &f.names()[0];
+    let want = f.gateway(&[], &f.file(name));
+    let got = block_on(request(
+        proxy.addr,
+        "GET",
+        &format!("/s/{name}?cc=no-store&t=cache"),
+        b"",
+    ));
+    assert_eq!(got.body, want);
+    assert_eq!(header(&got.headers, "cache-control"), Some("no-store"));
+    assert_eq!(header(&got.headers, "x-accel-buffering"), Some("no"));
+    assert_eq!(header(&got.headers, "content-length"), None);
+}
+
+/// An upstream that fails: a 502 that says `bad gateway` and nothing of
+/// the upstream (its error goes to the log).
+#[test]
+fn a_failing_upstream_is_a_bad_gateway() {
+    let f = fixture();
+    let tmp = TempDir::new("reset");
+    let proxy = f.proxy(&[], &tmp);
+    let got = block_on(request(proxy.addr, "GET", "/reset", b""));
+    assert_eq!(got.status, 502, "a failing upstream");
+    assert_eq!(got.body, b"bad gateway\n", "{}", show(&got.body));
+    let log = proxy.log_when(|l| !l.is_empty());
+    assert!(
+        log.iter()
+            .any(|l| l.starts_with("http_proxy: /reset: upstream: ")),
+        "{log:?}"
+    );
+}
+
+/// A block larger than the proxy's buffers goes out piece by piece ahead
+/// of its verdict, and the body is still the gateway's.
+#[test]
+fn a_block_larger_than_the_buffers_streams() {
+    let f = fixture();
+    let tmp = TempDir::new("large");
+    let proxy = f.proxy(&[], &tmp);
+    let want = f.gateway(&[], &f.file(LARGE));
+    let got = block_on(request(
+        proxy.addr,
+        "GET",
+        &format!("/s/{LARGE}?t=large"),
+        b"",
+    ));
+    assert_rewritten("a block over --buffer", &got, &want);
+    assert!(got.body == f.stream(LARGE), "nothing to change in it");
+    let log = proxy.log_when(|l| l.iter().any(|l| l.contains("\"rewritten\":")));
+    let stats = log.iter().find(|l| l.contains(LARGE)).expect("its stats");
+    assert!(stats.contains("\"error\":null"), "{stats}");
+    assert!(!stats.contains("\"streamed\":0,"), "{stats}");
+}
+
+/// The proxy takes `agui gateway`'s options, and they do what they do
+/// there: the body is the gateway's with the same flags.
+#[test]
+fn the_gateways_options_reach_the_proxy() {
+    let f = fixture();
+    let tmp = TempDir::new("options");
+    let flags: &[&str] = &[
+        "--on-violation",
+        "drop",
+        "--close-open",
+        "--drop-raw",
+        "--deny-tool",
+        "get_weather",
+        "--canonical",
+        "--check-tool-args",
+        "--max-event-bytes",
+        "100000",
+    ];
+    let proxy = f.proxy(flags, &tmp);
+    let mut names = f.names();
+    names.truncate(names.len() - CONFORMANCE.len());
+    names.push(VIOLATING.to_owned());
+    block_on(async {
+        for name in &names {
+            let want = f.gateway(flags, &f.file(name));
+            let got = request(proxy.addr, "GET", &format!("/s/{name}?t=options"), b"").await;
+            assert_rewritten(name, &got, &want);
+            if name != VIOLATING {
+                assert!(
+                    !String::from_utf8_lossy(&got.body)
+                        .contains("\"toolCallName\":\"get_weather\""),
+                    "{name}: a denied tool's call went out"
+                );
+            }
+            let want = f.gateway_cut(flags, name, false, &tmp);
+            let got = request(proxy.addr, "GET", &format!("/cut/{name}?t=options"), b"").await;
+            assert_rewritten(name, &got, &want);
         }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let stats: Vec<&str> = log
-        .lines()
+    });
+    assert_ne!(
+        f.gateway(flags, &f.file(&names[0])),
+        f.gateway(&[], &f.file(&names[0])),
+        "the flags change the output"
+    );
+}
+
+/// Keep-alives (`: ping`, here after 100 ms without output, also in the
+/// upstream's pause before its last write) fall between frames.
+#[test]
+fn keep_alives_fall_between_frames() {
+    let f = fixture();
+    let tmp = TempDir::new("keepalive");
+    let proxy = f.proxy(&["--keepalive-ms", "100"], &tmp);
+    let want = f.gateway(&[], &f.file(SLOW));
+    let got = block_on(request(
+        proxy.addr,
+        "GET",
+        &format!("/slow/{SLOW}?t=keepalive"),
+        b"",
+    ));
+    let (got, pings) = without_pings(got, &want);
+    assert!(
+        pings >= 2,
+        "{pings} keep-alives in a 450 ms pause at 100 ms"
+    );
+    assert_rewritten("keep-alives", &got, &want);
+    eprintln!("{pings} keep-alives in a 450 ms pause");
+}
+
+/// One stats line per rewritten response as it ends (the gateway's
+/// statistics, then the response's fields); one line per response passed
+/// through.
+#[test]
+fn one_stats_line_per_response() {
+    let f = fixture();
+    let tmp = TempDir::new("stats");
+    let proxy = f.proxy(&[], &tmp);
+    let name = &f.names()[0];
+    block_on(async {
+        for target in [
+            format!("/s/{name}?t=stats"),
+            format!("/cut/{name}?t=stats"),
+            format!("/s/{VIOLATING}?t=stats"),
+            "/json".to_owned(),
+        ] {
+            request(proxy.addr, "GET", &target, b"").await;
+        }
+    });
+    let log = proxy.log_when(|l| l.iter().filter(|l| l.contains("\"rewritten\":")).count() >= 3);
+    let stats: Vec<&String> = log
+        .iter()
         .filter(|l| l.contains("\"rewritten\":"))
         .collect();
-    assert_eq!(stats.len(), rewritten, "stats lines:\n{log}");
-    assert!(stats.iter().all(|l| l.starts_with("{\"bytes_in\":")));
+    assert_eq!(stats.len(), 3, "{log:?}");
+    assert_eq!(log.len(), 4, "{log:?}");
+    for line in &stats {
+        let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        let keys: Vec<&str> = v
+            .as_object()
+            .expect("an object")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys.first(), Some(&"bytes_in"), "{line}");
+        for key in [
+            "events_in",
+            "events_out",
+            "violations_by_stage",
+            "error",
+            "path",
+            "upstream_error",
+            "client_gone",
+            "pings",
+            "first_byte_ms",
+            "total_ms",
+        ] {
+            assert!(v.get(key).is_some(), "{key} in {line}");
+        }
+        assert_eq!(v["client_gone"], false, "{line}");
+    }
     let cut = stats
         .iter()
         .find(|l| l.contains("\"path\":\"/cut/"))
-        .expect("a cut stream's stats");
+        .expect("the cut stream's");
     assert!(!cut.contains("\"upstream_error\":null"), "{cut}");
-    assert!(
-        log.lines()
-            .filter(|l| l.contains("\"passed_through\":"))
-            .count()
-            == 2,
-        "{log}"
-    );
-    let large_stats = stats
+    assert!(cut.contains("\"repairs\":1,"), "{cut}");
+    let violating = stats
         .iter()
-        .find(|l| l.contains(large))
-        .expect("the large block's stats");
-    assert!(large_stats.contains("\"error\":null"), "{large_stats}");
-    runtime.shutdown_timeout(Duration::from_secs(1));
-    drop((proxy, other));
-    let elapsed = started.elapsed();
-    eprintln!("after the build: {:.1} s", elapsed.as_secs_f64());
-    assert!(
-        elapsed < Duration::from_secs(60),
-        "the test took {elapsed:?}"
+        .find(|l| l.contains(VIOLATING))
+        .expect("the violation's");
+    assert!(violating.contains("\"violations\":1,"), "{violating}");
+    assert_eq!(
+        log.iter()
+            .filter(|l| l.contains("\"passed_through\":"))
+            .count(),
+        1
     );
+}
+
+/// Ids for legacy THINKING events are minted per run by default, as
+/// `agui gateway` does; `--deterministic-ids` asks for the reference
+/// oracle's sequence.
+#[test]
+fn ids_are_minted_per_run_unless_asked() {
+    let f = fixture();
+    let tmp = TempDir::new("ids");
+    let per_run = f.gateway(&[], &f.file(THINKING));
+    let oracle = f.gateway(&["--deterministic-ids"], &f.file(THINKING));
+    assert_ne!(per_run, oracle, "the two mintings differ on {THINKING}");
+    assert!(String::from_utf8_lossy(&oracle).contains("-0000-4000-8000-000000000001"));
+    let proxy = f.proxy(&[], &tmp);
+    let got = block_on(request(
+        proxy.addr,
+        "GET",
+        &format!("/s/{THINKING}?t=ids"),
+        b"",
+    ));
+    assert_rewritten("per run", &got, &per_run);
+    let tmp2 = TempDir::new("ids-oracle");
+    let proxy = f.proxy(&["--deterministic-ids"], &tmp2);
+    let got = block_on(request(
+        proxy.addr,
+        "GET",
+        &format!("/s/{THINKING}?t=ids2"),
+        b"",
+    ));
+    assert_rewritten("deterministic", &got, &oracle);
+}
+
+/// Sends a GET for `target` to the proxy on a raw socket, reads until the
+/// response's body has begun (`body`) or only waits a moment (the
+/// upstream has not answered), then closes the connection; when.
+async fn leave(addr: SocketAddr, target: &str, body: bool) -> Instant {
+    let mut socket = TcpStream::connect(addr)
+        .await
+        .expect("connect to the proxy");
+    let request = format!("GET {target} HTTP/1.1\r\nhost: {addr}\r\n\r\n");
+    socket.write_all(request.as_bytes()).await.expect("request");
+    if body {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !got.windows(6).any(|w| w == b"data: ") {
+            let n = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut buf))
+                .await
+                .expect("the first event within 5 s")
+                .expect("read");
+            assert!(n > 0, "the proxy closed first");
+            got.extend_from_slice(&buf[..n]);
+        }
+    } else {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    drop(socket);
+    Instant::now()
+}
+
+/// A client that leaves closes the upstream request at once, whatever the
+/// upstream is doing: here it is silent (an agent waiting on a model),
+/// after its first event or before its response's head, and the proxy's
+/// keep-alives (15 s) are far off.
+#[test]
+fn a_client_that_leaves_closes_the_upstream() {
+    let f = fixture();
+    let tmp = TempDir::new("leave");
+    let proxy = f.proxy(&[], &tmp);
+    let name = &f.names()[0];
+    for (target, body) in [
+        (format!("/silent/{name}?t=leave"), true),
+        ("/silenthead/x?t=leave".to_owned(), false),
+    ] {
+        let left = block_on(leave(proxy.addr, &target, body));
+        let closed = f
+            .upstream
+            .closed(&target, Duration::from_secs(5))
+            .unwrap_or_else(|| {
+                panic!("{target}: the upstream's connection still open 5 s after the client left")
+            });
+        let after = closed.saturating_duration_since(left);
+        eprintln!(
+            "{target}: the upstream saw its connection close {:.1} ms after the client left",
+            after.as_secs_f64() * 1e3
+        );
+        assert!(after < Duration::from_secs(1), "{target}: {after:?}");
+    }
+}
+
+/// A client that leaves mid-stream is one log line: the response's stats
+/// line, with `"client_gone":true`.
+#[test]
+fn a_client_abort_is_one_log_line() {
+    let f = fixture();
+    let tmp = TempDir::new("abort");
+    let proxy = f.proxy(&[], &tmp);
+    let name = &f.names()[0];
+    let target = format!("/silent/{name}?t=abort");
+    block_on(leave(proxy.addr, &target, true));
+    f.upstream
+        .closed(&target, Duration::from_secs(5))
+        .expect("the upstream closed");
+    // Time for anything more to be written.
+    std::thread::sleep(Duration::from_millis(300));
+    let log = proxy.log_when(|l| !l.is_empty());
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert!(log[0].contains("\"client_gone\":true"), "{log:?}");
+    assert!(log[0].starts_with("{\"bytes_in\":"), "{log:?}");
 }

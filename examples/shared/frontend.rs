@@ -26,7 +26,7 @@
 //! ```json
 //! {"dialect": "v1", "on_violation": "stop", "repair": true, "close_open": false,
 //!  "canonical": false, "drop_raw": false, "max_event_bytes": 0,
-//!  "check_tool_args": false, "strict_end": false, "deny_tools": [],
+//!  "check_tool_args": false, "deny_tools": [],
 //!  "deterministic_ids": false, "buffer": 65536, "keepalive_ms": 15000,
 //!  "request_identity": true, "log_streams": true}
 //! ```
@@ -79,9 +79,6 @@ pub struct Gateway {
     pub max_event_bytes: u64,
     /// `--check-tool-args`.
     pub check_tool_args: bool,
-    /// `--strict-end`: a stream that ends with its run unfinished (or
-    /// something open) is a violation of stage `end`.
-    pub strict_end: bool,
     /// `--deny-tool NAME`, repeatable.
     pub deny_tools: DeniedTools,
     /// `--deterministic-ids`: ids minted for translated legacy events
@@ -110,7 +107,6 @@ impl Default for Gateway {
             drop_raw: false,
             max_event_bytes: 0,
             check_tool_args: false,
-            strict_end: false,
             deny_tools: DeniedTools::default(),
             deterministic_ids: false,
             buffer: DEFAULT_BUFFER,
@@ -133,7 +129,7 @@ pub struct Flag {
 }
 
 /// Every flag of [`Gateway::set`], in the order help lists them.
-pub const FLAGS: [Flag; 13] = [
+pub const FLAGS: [Flag; 12] = [
     Flag {
         name: "dialect",
         value: Some("v1|v0"),
@@ -180,11 +176,6 @@ pub const FLAGS: [Flag; 13] = [
         help: "check each tool call's arguments are one JSON value",
     },
     Flag {
-        name: "strict-end",
-        value: None,
-        help: "a stream that ends with its run unfinished is a violation",
-    },
-    Flag {
         name: "deterministic-ids",
         value: None,
         help: "mint ids as the reference oracle does (for comparing outputs)",
@@ -192,7 +183,7 @@ pub const FLAGS: [Flag; 13] = [
     Flag {
         name: "buffer",
         value: Some("N"),
-        help: "frame and raw buffer bytes each, at least 64",
+        help: "frame and raw buffer bytes each, 64 to 16 MiB",
     },
     Flag {
         name: "keepalive-ms",
@@ -280,7 +271,6 @@ impl Gateway {
             "drop-raw" => self.drop_raw = true,
             "deny-tool" => self.deny_tools.push(value)?,
             "check-tool-args" => self.check_tool_args = true,
-            "strict-end" => self.strict_end = true,
             "deterministic-ids" => self.deterministic_ids = true,
             "buffer" => {
                 let n = usize::try_from(number(value)?).map_err(|_| ConfigError::Number)?;
@@ -331,7 +321,6 @@ impl Gateway {
             .dialect(self.dialect)
             .minting(minting)
             .check_tool_args(self.check_tool_args)
-            .strict_end(self.strict_end)
     }
 
     /// The rewriter's options.

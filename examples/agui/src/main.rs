@@ -1,0 +1,581 @@
+//! `agui`: check AG-UI streams from the command line.
+//!
+//! ```text
+//! agui check [--dialect v1|v0] [--chunk N] [--buffer N] [--check-tool-args]
+//!            [--strict-end] [--exit-zero] FILE|-
+//! agui count [the same] FILE|-
+//! agui gateway [--dialect v1|v0] [--on-violation stop|drop|pass] [--no-repair] [--close-open]
+//!              [--max-event-bytes N] [--canonical] [--drop-raw] [--deny-tool NAME]...
+//!              [--check-tool-args] [--strict-end] [--deterministic-ids]
+//!              [--chunk N] [--buffer N] [--exit-zero] FILE|-
+//! ```
+//!
+//! Installed with `cargo install --path examples/agui` from a clone (the
+//! package `agui-cli`, binary `agui`), or run there with
+//! `cargo run --release -p agui-cli -- check FILE`.
+//!
+//! `check` prints one canonical JSON line per event that passes, then a
+//! result line — exactly the reference oracle's output contract
+//! (`{"result":"ok"}` or `{"result":"error","index":N,"stage":"S","message":"M"}`).
+//! The input is read as a stream and pushed in pieces of `--chunk` bytes
+//! (default 65536): memory stays flat whatever its length. Any piece size
+//! gives the same output. `--buffer` (default and most 16 MiB, at least
+//! 64) is the frame buffer, which holds a frame that spans two pieces.
+//! `--check-tool-args` also checks that each tool call's arguments are one
+//! JSON value by its TOOL_CALL_END (the reference does not);
+//! `--strict-end` makes a stream that ends with its run unfinished (or
+//! anything open) an error of stage `end` (`Config::strict_end`). A
+//! summary goes to stderr.
+//! `count` runs the same pipeline but only counts events per type and
+//! prints the verdict. `gateway` writes what the rewriter makes of the
+//! stream to stdout, and its statistics as one JSON line to stderr; its
+//! options are `http_proxy`'s and the proxy-wasm filter's
+//! (`examples/shared/frontend.rs`), ids minted per run unless
+//! `--deterministic-ids` asks for the reference oracle's sequence (`check`
+//! always mints that); its `--strict-end` fails (exit 1) an input that
+//! ends with its run unfinished, and leaves the output as it is (a cut run
+//! is repaired).
+//!
+//! Exit status ([`Exit`]): 0 the stream is valid (`gateway`: no violation
+//! found, whatever the policy made of one); 1 it is not (`check`/`count`:
+//! the error verdict; `gateway`: at least one violation); 2 usage; 3 an
+//! I/O error (the message names the file); 4 a capacity exceeded before a
+//! verdict (`check`/`count`), or a rewriter that could not go on
+//! (`gateway`). `--exit-zero` exits 0 whenever the verdict is printed
+//! (statuses 1 and 4), as the reference oracle does.
+//!
+//! A frame larger than the buffer is checked as it streams past, and its
+//! event's large members (those no rule reads) reach the sink as stand-ins
+//! ([`FrameInfo::stand_ins`]). `check` prints the event whole: it keeps the
+//! input since the last event and reads those members from the frame's
+//! bytes there.
+
+// The oracle's canonical form, shared with the tests.
+#[path = "../../../tests/common/canon.rs"]
+mod canon;
+// The options every gateway front end shares.
+#[path = "../../shared/frontend.rs"]
+mod frontend;
+
+use std::cell::{Cell, RefCell};
+use std::io::{Read, Write as _};
+use std::process::ExitCode;
+
+use agui_stream::sse::Framer;
+use agui_stream::{
+    Dialect, Event, FrameInfo, Pipeline, encode, json::Limits, legacy::Minting, verify::Entity,
+};
+
+/// The exit statuses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Exit {
+    /// The stream is valid.
+    Valid = 0,
+    /// The stream is not (a gateway found a violation).
+    Invalid = 1,
+    /// The command line is wrong.
+    Usage = 2,
+    /// Reading the input or writing the output failed.
+    Io = 3,
+    /// A capacity was exceeded before a verdict; a rewriter could not go on.
+    Capacity = 4,
+}
+
+struct Options {
+    /// The options `gateway` shares with the other front ends (`check`
+    /// and `count` read the dialect, buffer and tool-argument ones).
+    gateway: frontend::Gateway,
+    chunk: usize,
+    file: String,
+    exit_zero: bool,
+    strict_end: bool,
+}
+
+/// What `check` and `count` take of the shared flags (`gateway` takes all
+/// but `keepalive-ms`: it writes no keep-alives).
+const COMMON: [&str; 3] = ["dialect", "buffer", "check-tool-args"];
+
+const USAGE: &str = "usage: agui check|count|gateway [OPTIONS] FILE|-   (agui COMMAND --help)";
+
+fn help(cmd: &str) -> String {
+    let gateway = cmd == "gateway";
+    let mut text = match cmd {
+        "check" => {
+            "agui check [OPTIONS] FILE|-
+  One canonical JSON line per event, then the reference oracle's result line."
+        }
+        "count" => {
+            "agui count [OPTIONS] FILE|-
+  Events per type and the verdict; the pipeline's time on stderr."
+        }
+        _ => {
+            "agui gateway [OPTIONS] FILE|-
+  The rewritten stream on stdout; statistics as one JSON line on stderr."
+        }
+    }
+    .to_owned();
+    let line = |text: &mut String, name: String, help: &str| {
+        text.push_str(&format!("\n  {name:<29} {help}"));
+    };
+    for f in frontend::FLAGS.iter().filter(|f| takes(cmd, f.name)) {
+        let name = match f.value {
+            Some(value) => format!("--{} {value}", f.name),
+            None => format!("--{}", f.name),
+        };
+        let help = match f.name {
+            "buffer" if gateway => "frame and raw buffer bytes each, 64 to 16 MiB (default 16 MiB)",
+            "buffer" => "frame buffer bytes, 64 to 16 MiB (default 16 MiB)",
+            _ => f.help,
+        };
+        line(&mut text, name, help);
+    }
+    line(
+        &mut text,
+        "--chunk N".into(),
+        "read and push N bytes at a time (default 65536)",
+    );
+    line(
+        &mut text,
+        "--strict-end".into(),
+        if gateway {
+            "exit 1 if the input ends with its run unfinished (the output is repaired as always)"
+        } else {
+            "a stream that ends with its run unfinished is an error (stage end)"
+        },
+    );
+    line(
+        &mut text,
+        "--exit-zero".into(),
+        "exit 0 whatever the verdict (usage and I/O errors keep theirs)",
+    );
+    text.push_str(
+        "\n  Exit status: 0 valid, 1 invalid (gateway: a violation found), 2 usage,
+  3 I/O error, 4 a capacity exceeded before a verdict (gateway: the rewriter
+  could not go on).",
+    );
+    text
+}
+
+/// `cmd` takes the shared flag `name`.
+fn takes(cmd: &str, name: &str) -> bool {
+    match cmd {
+        "gateway" => name != "keepalive-ms",
+        _ => COMMON.contains(&name),
+    }
+}
+
+enum Parsed {
+    Run(String, Box<Options>),
+    Help(String),
+}
+
+fn parse_args() -> Result<Parsed, lexopt::Error> {
+    use lexopt::prelude::*;
+    let mut parser = lexopt::Parser::from_env();
+    let cmd = match parser.next()? {
+        Some(Value(cmd)) => cmd.string()?,
+        Some(Long("help") | Short('h')) => return Ok(Parsed::Help(USAGE.to_owned())),
+        Some(arg) => return Err(arg.unexpected()),
+        None => return Err("missing command".into()),
+    };
+    if !matches!(cmd.as_str(), "check" | "count" | "gateway") {
+        return Err(format!("unknown command {cmd:?}").into());
+    }
+    let mut o = Options {
+        gateway: frontend::Gateway {
+            buffer: frontend::MAX_BUFFER,
+            ..frontend::Gateway::default()
+        },
+        chunk: 65536,
+        file: String::new(),
+        exit_zero: false,
+        strict_end: false,
+    };
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Long("help") | Short('h') => return Ok(Parsed::Help(help(&cmd))),
+            Long("chunk") => {
+                o.chunk = parser.value()?.parse()?;
+                if o.chunk == 0 {
+                    return Err("--chunk must be at least 1".into());
+                }
+            }
+            Long("exit-zero") => o.exit_zero = true,
+            Long("strict-end") => o.strict_end = true,
+            Long(name) if takes(&cmd, name) && frontend::Gateway::flag(name).is_some() => {
+                let name = name.to_owned();
+                let takes_value = frontend::Gateway::flag(&name).is_some_and(|f| f.value.is_some());
+                let value = if takes_value {
+                    Some(parser.value()?.string()?)
+                } else {
+                    None
+                };
+                o.gateway
+                    .set(&name, value.as_deref())
+                    .map_err(|e| format!("--{name}: {e}"))?;
+            }
+            Value(file) if o.file.is_empty() => o.file = file.string()?,
+            arg => return Err(arg.unexpected()),
+        }
+    }
+    if o.file.is_empty() {
+        return Err("missing FILE (or - for stdin)".into());
+    }
+    Ok(Parsed::Run(cmd, Box::new(o)))
+}
+
+/// An I/O error, and what it happened to (a file's name, `stdin`,
+/// `stdout`).
+struct IoError {
+    what: String,
+    error: std::io::Error,
+}
+
+impl IoError {
+    fn stdout(error: std::io::Error) -> Self {
+        IoError {
+            what: "stdout".to_owned(),
+            error,
+        }
+    }
+}
+
+/// The name an input is reported by.
+fn input_name(file: &str) -> &str {
+    if file == "-" { "stdin" } else { file }
+}
+
+/// Reads `file` (`-` for stdin) as a stream, handing `each` pieces of
+/// `chunk` bytes (the last may be shorter) until it returns false.
+fn read_pieces(
+    file: &str,
+    chunk: usize,
+    mut each: impl FnMut(&[u8]) -> bool,
+) -> Result<(), IoError> {
+    let failed = |error| IoError {
+        what: input_name(file).to_owned(),
+        error,
+    };
+    let mut input: Box<dyn Read> = if file == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        Box::new(std::fs::File::open(file).map_err(failed)?)
+    };
+    let mut piece = vec![0u8; chunk];
+    loop {
+        let mut filled = 0;
+        while filled < chunk {
+            match input.read(&mut piece[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(failed(e)),
+            }
+        }
+        if filled == 0 || !each(&piece[..filled]) || filled < chunk {
+            return Ok(());
+        }
+    }
+}
+
+/// The result line's message, as a JSON string.
+fn json_string(s: &str) -> String {
+    canon::js_string(&s.encode_utf16().collect::<Vec<u16>>())
+}
+
+fn check(o: &Options) -> Result<Exit, IoError> {
+    let mut buffer = vec![0u8; o.gateway.buffer];
+    // Minted ids follow the reference oracle's sequence so outputs compare.
+    let config = o
+        .gateway
+        .config()
+        .minting(Minting::Deterministic)
+        .strict_end(o.strict_end);
+    let dialect = config.dialect;
+    let mut pipeline = Pipeline::new(&mut buffer, config);
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut json = Vec::new();
+    let mut io_error = None;
+    // The input since the last event (`window_at` is its stream offset):
+    // where a spilled frame's members are read from.
+    let window = RefCell::new(Vec::new());
+    let (window_at, last_end) = (Cell::new(0u64), Cell::new(0u64));
+    let mut sink = |ev: &Event<'_>, f: &FrameInfo| {
+        json.clear();
+        last_end.set(f.end);
+        if encode(ev, &mut json).is_ok() {
+            let line = if f.stand_ins.is_empty() {
+                canon::canonicalize(&json)
+            } else {
+                let window = window.borrow();
+                let at = |o: u64| (o.saturating_sub(window_at.get()) as usize).min(window.len());
+                let whole = as_encoded(&payload_of(&window[at(f.start)..at(f.end)]), dialect);
+                canon::canonicalize_with(&json, &whole, |name| f.stand_ins.covers(name))
+            };
+            let line = line.unwrap_or_else(|e| format!("<encoder bug: {e}>"));
+            if let Err(e) = writeln!(out, "{line}") {
+                io_error.get_or_insert(e);
+            }
+        }
+    };
+    let mut verdict = Ok(());
+    read_pieces(&o.file, o.chunk, |piece| {
+        window.borrow_mut().extend_from_slice(piece);
+        verdict = pipeline.push(piece, &mut sink).map(drop);
+        let drop = last_end.get().saturating_sub(window_at.get()) as usize;
+        let mut w = window.borrow_mut();
+        let drop = drop.min(w.len());
+        w.drain(..drop);
+        window_at.set(window_at.get() + drop as u64);
+        verdict.is_ok()
+    })?;
+    let verdict = verdict.and_then(|_| pipeline.finish(&mut sink));
+    if let Some(e) = io_error {
+        return Err(IoError::stdout(e));
+    }
+    let exit = match verdict {
+        Ok(summary) => {
+            writeln!(out, "{{\"result\":\"ok\"}}").map_err(IoError::stdout)?;
+            out.flush().map_err(IoError::stdout)?;
+            report(&pipeline, &summary);
+            Exit::Valid
+        }
+        Err(e) => {
+            let message = pipeline.message(&e).to_string();
+            writeln!(
+                out,
+                "{{\"result\":\"error\",\"index\":{},\"stage\":\"{}\",\"message\":{}}}",
+                e.frame,
+                e.stage.reference_name(),
+                json_string(&message)
+            )
+            .map_err(IoError::stdout)?;
+            out.flush().map_err(IoError::stdout)?;
+            if e.is_capacity() {
+                eprintln!("agui: capacity exceeded, not a protocol violation: {e}");
+                Exit::Capacity
+            } else {
+                Exit::Invalid
+            }
+        }
+    };
+    Ok(exit)
+}
+
+/// The payload of one SSE frame's bytes.
+fn payload_of(frame: &[u8]) -> Vec<u8> {
+    let mut buf = vec![0u8; frame.len()];
+    let mut framer = Framer::new(&mut buf);
+    let mut pos = 0;
+    if let Ok(Some(f)) = framer.feed(frame, &mut pos) {
+        return f.payload.to_vec();
+    }
+    match framer.finish() {
+        Ok(Some(f)) => f.payload.to_vec(),
+        _ => Vec::new(),
+    }
+}
+
+/// `payload` decoded and encoded again (as its members are written), or
+/// as it is if it does not decode.
+fn as_encoded(payload: &[u8], dialect: Dialect) -> Vec<u8> {
+    let mut out = Vec::new();
+    match agui_stream::decode(payload, dialect, Limits::new()) {
+        Ok(Some(event)) if encode(&event, &mut out).is_ok() => out,
+        _ => payload.to_vec(),
+    }
+}
+
+/// The end-of-stream report, on stderr: what the reference does not say.
+fn report(pipeline: &Pipeline, s: &agui_stream::Summary) {
+    eprintln!(
+        "agui: {} frames, {} events, {} bytes; run {:?}{}",
+        s.frames,
+        s.events,
+        s.bytes,
+        s.run,
+        if s.is_complete() {
+            "; complete"
+        } else {
+            "; INCOMPLETE"
+        }
+    );
+    if s.unterminated_frame {
+        eprintln!("agui:   the last frame was not terminated (stream cut?)");
+    }
+    let v = pipeline.verifier();
+    for (kind, label) in [
+        (Entity::TextMessage, "text messages"),
+        (Entity::ToolCall, "tool calls"),
+        (Entity::Step, "steps"),
+        (Entity::ReasoningSpan, "reasoning spans"),
+        (Entity::ReasoningMessage, "reasoning messages"),
+        (Entity::Subagent, "subagents"),
+    ] {
+        let ids: Vec<String> = v.open_ids(kind).map(|id| id.to_string()).collect();
+        if !ids.is_empty() {
+            eprintln!("agui:   open {label}: {}", ids.join(", "));
+        }
+    }
+    if s.open.chunk_lanes > 0 {
+        eprintln!("agui:   chunk streams never closed: {}", s.open.chunk_lanes);
+    }
+    if s.open.thinking {
+        eprintln!("agui:   a thinking step or message is still open");
+    }
+}
+
+/// `count`: the full pipeline with a sink that only counts, for measuring
+/// the whole-process cost against other tools.
+fn count(o: &Options) -> Result<Exit, IoError> {
+    let mut buffer = vec![0u8; o.gateway.buffer];
+    let config = o.gateway.config().strict_end(o.strict_end);
+    let mut pipeline = Pipeline::new(&mut buffer, config);
+    let mut counts = [0u64; agui_stream::EventType::ALL.len()];
+    let mut sink = |ev: &Event<'_>, _: &FrameInfo| {
+        if let Some(n) = counts.get_mut(ev.event_type() as usize) {
+            *n += 1;
+        }
+    };
+    let start = std::time::Instant::now();
+    let mut bytes = 0usize;
+    let mut verdict = Ok(());
+    read_pieces(&o.file, o.chunk, |piece| {
+        bytes += piece.len();
+        verdict = pipeline.push(piece, &mut sink).map(drop);
+        verdict.is_ok()
+    })?;
+    let verdict = verdict.and_then(|_| pipeline.finish(&mut sink));
+    let elapsed = start.elapsed();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for (ty, n) in agui_stream::EventType::ALL.iter().zip(counts) {
+        if n > 0 {
+            writeln!(out, "{ty}\t{n}").map_err(IoError::stdout)?;
+        }
+    }
+    let exit = match verdict {
+        Ok(s) => {
+            writeln!(
+                out,
+                "verdict\tok ({} frames, {} events)",
+                s.frames, s.events
+            )
+            .map_err(IoError::stdout)?;
+            Exit::Valid
+        }
+        Err(e) => {
+            writeln!(
+                out,
+                "verdict\terror at frame {} ({}): {}",
+                e.frame,
+                e.stage.reference_name(),
+                pipeline.message(&e)
+            )
+            .map_err(IoError::stdout)?;
+            if e.is_capacity() {
+                Exit::Capacity
+            } else {
+                Exit::Invalid
+            }
+        }
+    };
+    let secs = elapsed.as_secs_f64();
+    eprintln!(
+        "agui: {} bytes in {:.1} ms: {:.0} MB/s",
+        bytes,
+        secs * 1e3,
+        bytes as f64 / 1e6 / secs
+    );
+    Ok(exit)
+}
+
+/// `gateway`: the rewriter, from the input to stdout; its statistics as
+/// one JSON line on stderr.
+fn gateway(o: &Options) -> Result<Exit, IoError> {
+    let buffer = o.gateway.buffer;
+    let (mut frames, mut raw) = (vec![0u8; buffer], vec![0u8; buffer]);
+    // The denied names fit: `set` took them.
+    let mut rewriter = match o.gateway.rewriter(&mut frames, &mut raw) {
+        Ok(rewriter) => rewriter,
+        Err(e) => {
+            eprintln!("agui: {e}");
+            return Ok(Exit::Usage);
+        }
+    };
+    let stdout = std::io::stdout();
+    let mut stdout = stdout.lock();
+    let mut out = Vec::new();
+    let mut failure = None;
+    let mut write_error = None;
+    read_pieces(&o.file, o.chunk, |piece| {
+        out.clear();
+        match rewriter.push(piece, &mut out) {
+            Ok(pushed) => {
+                write_error = stdout.write_all(&out).err();
+                write_error.is_none() && !pushed.ended
+            }
+            Err(e) => {
+                failure = Some(e);
+                false
+            }
+        }
+    })?;
+    // The input ended with its run unfinished (or something open).
+    let mut incomplete = false;
+    if failure.is_none() && write_error.is_none() {
+        out.clear();
+        match rewriter.finish(&mut out) {
+            Ok(summary) => {
+                incomplete = summary.is_some_and(|s| !s.is_complete());
+                write_error = stdout.write_all(&out).err();
+            }
+            Err(e) => failure = Some(e),
+        }
+    }
+    if let Some(e) = write_error {
+        return Err(IoError::stdout(e));
+    }
+    stdout.flush().map_err(IoError::stdout)?;
+    let s = rewriter.stats();
+    let error = failure.map(|e| e.to_string());
+    let mut line = frontend::StatsLine::new(s);
+    line.field("error", &error.as_deref());
+    eprintln!("{}", line.as_str());
+    Ok(if failure.is_some() {
+        Exit::Capacity
+    } else if s.violations > 0 || (o.strict_end && incomplete) {
+        Exit::Invalid
+    } else {
+        Exit::Valid
+    })
+}
+
+fn main() -> ExitCode {
+    let (cmd, options) = match parse_args() {
+        Ok(Parsed::Run(cmd, options)) => (cmd, options),
+        Ok(Parsed::Help(text)) => {
+            println!("{text}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("agui: {e}\n{USAGE}");
+            return ExitCode::from(Exit::Usage as u8);
+        }
+    };
+    let run = match cmd.as_str() {
+        "check" => check(&options),
+        "count" => count(&options),
+        _ => gateway(&options),
+    };
+    let exit = match run {
+        Ok(Exit::Invalid | Exit::Capacity) if options.exit_zero => Exit::Valid,
+        Ok(exit) => exit,
+        Err(IoError { what, error }) => {
+            eprintln!("agui: {what}: {error}");
+            Exit::Io
+        }
+    };
+    ExitCode::from(exit as u8)
+}

@@ -1,0 +1,187 @@
+//! The front ends' shared module (`examples/shared/frontend.rs`): the
+//! configuration read from the proxy-wasm filter's JSON and from flags,
+//! its mapping to the library's types, the header policy and the stats
+//! line.
+#![cfg(feature = "serde")]
+
+#[path = "../examples/shared/frontend.rs"]
+mod frontend;
+
+use agui_stream::Dialect;
+use agui_stream::legacy::Minting;
+use agui_stream::rewrite::{OnViolation, Rewriter, Stats};
+use frontend::{ConfigError, Gateway};
+
+/// The filter's documented configuration reads, every key as written.
+#[test]
+fn the_filters_json_reads() {
+    let json = br#"{"dialect": "v0", "on_violation": "drop", "repair": false, "close_open": true,
+        "canonical": true, "drop_raw": true, "max_event_bytes": 1000,
+        "check_tool_args": true, "deny_tools": ["get_weather", "sh\u0065ll"],
+        "deterministic_ids": true, "buffer": 4096, "keepalive_ms": 0,
+        "request_identity": false, "log_streams": false}"#;
+    let g = Gateway::from_json(json).expect("the filter's keys");
+    assert_eq!(g.dialect, Dialect::V0);
+    assert_eq!(g.on_violation, OnViolation::Drop);
+    assert!(!g.repair && g.close_open && g.canonical && g.drop_raw && g.check_tool_args);
+    assert_eq!(g.max_event_bytes, 1000);
+    assert_eq!(
+        g.deny_tools.iter().collect::<Vec<_>>(),
+        ["get_weather", "shell"]
+    );
+    assert!(g.deterministic_ids && !g.request_identity && !g.log_streams);
+    assert_eq!((g.buffer, g.keepalive_ms()), (4096, None));
+    let config = g.config();
+    assert_eq!(config.minting, Minting::Deterministic);
+    assert!(config.check_tool_args);
+    let options = g.options();
+    assert!(options.close_open && !options.repair && options.drop_raw);
+
+    assert_eq!(Gateway::from_json(b"  \n"), Ok(Gateway::default()));
+    assert_eq!(Gateway::from_json(b"{}"), Ok(Gateway::default()));
+    assert_eq!(Gateway::default().config().minting, Minting::PerRun);
+    for bad in [
+        &br#"{"dialect":"v2"}"#[..],
+        br#"{"on_violation":"ignore"}"#,
+        br#"{"unknown":1}"#,
+        br#"{"repair":"yes"}"#,
+        br#"{"deny_tools":"x"}"#,
+    ] {
+        assert!(
+            matches!(Gateway::from_json(bad), Err(ConfigError::Json(_))),
+            "{}",
+            String::from_utf8_lossy(bad)
+        );
+    }
+    assert_eq!(
+        Gateway::from_json(br#"{"buffer":63}"#),
+        Err(ConfigError::Buffer(63))
+    );
+    let many = format!(
+        "{{\"deny_tools\":[{}]}}",
+        (0..17)
+            .map(|i| format!("\"t{i}\""))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    assert!(Gateway::from_json(many.as_bytes()).is_err());
+}
+
+/// Flags set what the JSON keys set; each flag in the table is taken.
+#[test]
+fn flags_set_the_same() {
+    let mut g = Gateway::default();
+    for (flag, value) in [
+        ("dialect", Some("v0")),
+        ("on-violation", Some("drop")),
+        ("no-repair", None),
+        ("close-open", None),
+        ("max-event-bytes", Some("1000")),
+        ("canonical", None),
+        ("drop-raw", None),
+        ("deny-tool", Some("get_weather")),
+        ("deny-tool", Some("shell")),
+        ("check-tool-args", None),
+        ("deterministic-ids", None),
+        ("buffer", Some("4096")),
+        ("keepalive-ms", Some("0")),
+    ] {
+        g.set(flag, value)
+            .unwrap_or_else(|e| panic!("--{flag}: {e}"));
+    }
+    let json = Gateway::from_json(
+        br#"{"dialect":"v0","on_violation":"drop","repair":false,"close_open":true,
+            "max_event_bytes":1000,"canonical":true,"drop_raw":true,
+            "deny_tools":["get_weather","shell"],"check_tool_args":true,
+            "deterministic_ids":true,"buffer":4096,"keepalive_ms":0}"#,
+    )
+    .expect("json");
+    assert_eq!(g, json);
+    assert_eq!(frontend::FLAGS.len(), 12);
+    assert!(
+        frontend::FLAGS
+            .iter()
+            .all(|f| Gateway::flag(f.name).is_some())
+    );
+    let mut g = Gateway::default();
+    assert_eq!(g.set("bogus", None), Err(ConfigError::UnknownFlag));
+    assert_eq!(g.set("dialect", None), Err(ConfigError::MissingValue));
+    assert_eq!(
+        g.set("drop-raw", Some("1")),
+        Err(ConfigError::UnexpectedValue)
+    );
+    assert!(matches!(
+        g.set("dialect", Some("v9")),
+        Err(ConfigError::Name(_))
+    ));
+    assert_eq!(g.set("buffer", Some("x")), Err(ConfigError::Number));
+    assert_eq!(
+        g.set("buffer", Some("17000000")),
+        Err(ConfigError::Buffer(17_000_000))
+    );
+    // What `set` takes the rewriter takes.
+    for i in 0..16 {
+        g.set("deny-tool", Some(&format!("tool-{i:02}")))
+            .expect("16 names");
+    }
+    assert_eq!(
+        g.set("deny-tool", Some("one-more")),
+        Err(ConfigError::DeniedTools)
+    );
+    let (mut frames, mut raw) = ([0u8; 64], [0u8; 64]);
+    assert!(g.rewriter(&mut frames, &mut raw).is_ok());
+}
+
+/// The header policy: which responses are rewritten.
+#[test]
+fn the_header_policy() {
+    use frontend::{is_event_stream, is_identity};
+    assert!(is_event_stream(b"text/event-stream"));
+    assert!(is_event_stream(b" Text/Event-Stream ; charset=utf-8"));
+    assert!(!is_event_stream(b"text/event-streams"));
+    assert!(!is_event_stream(b"application/json"));
+    assert!(is_identity([]));
+    assert!(is_identity([&b"identity"[..]]));
+    assert!(is_identity([&b"identity, IDENTITY"[..], b""]));
+    assert!(!is_identity([&b"gzip"[..]]));
+    assert!(!is_identity([&b"identity"[..], b"br"]));
+    assert!(!is_identity([&b"identity, gzip"[..]]));
+    assert!(frontend::accepts_event_stream(
+        b"application/json, text/event-stream"
+    ));
+    assert!(
+        frontend::RESPONSE_EDITS.contains(&frontend::HeaderEdit::SetIfAbsent(
+            "cache-control",
+            "no-cache"
+        ))
+    );
+}
+
+/// The stats line is `Stats`' serialization, then the fields added.
+#[test]
+fn the_stats_line_is_the_serialization() {
+    let (mut frames, mut raw) = ([0u8; 4096], [0u8; 4096]);
+    let mut rewriter = Rewriter::new(
+        &mut frames,
+        &mut raw,
+        Default::default(),
+        Default::default(),
+    );
+    let mut out = Vec::new();
+    let input = b"data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n\
+                  data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"x\"}\n\n";
+    rewriter.push(input, &mut out).expect("push");
+    rewriter.finish(&mut out).expect("finish");
+    let stats: &Stats = rewriter.stats();
+    assert!(stats.violations > 0 && stats.events > 0);
+    let mut line = frontend::StatsLine::new(stats);
+    line.field("error", &None::<&str>).field("path", "/a\"b");
+    let want = serde_json::to_string(stats).expect("serde_json");
+    let want = format!(
+        "{},\"error\":null,\"path\":\"/a\\\"b\"}}",
+        &want[..want.len() - 1]
+    );
+    assert_eq!(line.as_str(), want);
+    let v: serde_json::Value = serde_json::from_str(line.as_str()).expect("JSON");
+    assert_eq!(v["violations_by_stage"]["verify"], 1);
+}
