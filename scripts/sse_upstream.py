@@ -14,8 +14,9 @@ Routes (GET; `?` options):
                      | close (no length, no chunks: the body ends when the
                      connection closes); split=N pieces of 1..N bytes (default
                      1500); delay=MS sleep 1..MS ms before about half the
-                     pieces (default 2; 0 none); hold=MS sleep MS ms after the
-                     piece that completes the first block (the first `\n\n`)
+                     pieces (default 2; 0 none); hold=MS: the piece that
+                     completes the first event (see `first_event_end`) ends
+                     there, and MS ms pass before the next byte
   /cut/KEY/NAME      the same, but only the first at=N bytes (default half),
                      then the connection closes: chunked without its last
                      chunk, length short of its content-length, close looking
@@ -52,6 +53,37 @@ def read_file(key, name):
         return None
     with open(path, "rb") as f:
         return f.read()
+
+
+def block_ends(b):
+    """The blocks of `b` that have ended, as (end, data): `end` is past the
+    blank line's line end (`\n`, `\r\n` or `\r`), `data` whether the
+    block has a `data` field. A block has ended at its blank line's `\r`
+    even if `\n` may follow (that `\n` only completes the line end), as the
+    filter's framer reads it. A byte-order mark first is skipped."""
+    out = []
+    at = 3 if b.startswith(b"\xef\xbb\xbf") else 0
+    data = False
+    line_start = at
+    while at < len(b):
+        if b[at] not in (0x0A, 0x0D):
+            at += 1
+            continue
+        line = b[line_start:at]
+        end = at + 2 if b[at : at + 2] == b"\r\n" else at + 1
+        if line == b"":
+            out.append((end, data))
+            data = False
+        elif line == b"data" or line.startswith(b"data:"):
+            data = True
+        at = end
+        line_start = end
+    return out
+
+
+def first_event_end(b):
+    """Where the first block with a `data` field ends (-1: no such block)."""
+    return next((end for end, data in block_ends(b) if data), -1)
 
 
 class Handler(socketserver.BaseRequestHandler):
@@ -146,17 +178,20 @@ class Handler(socketserver.BaseRequestHandler):
         )
         rng = random.Random(target)
         hold = int(query.get("hold", "0"))
-        first_block = send.find(b"\n\n")
+        first_event = first_event_end(send) if hold else -1
         at = 0
         while at < len(send):
             n = min(rng.randint(1, split), len(send) - at)
+            if at < first_event < at + n:
+                # The first event's piece ends with it: what follows waits.
+                n = first_event - at
             if delay and rng.random() < 0.5:
                 time.sleep(rng.randint(1, delay) / 1000)
             piece = send[at : at + n]
             if mode == "chunked":
                 piece = b"%x\r\n" % n + piece + b"\r\n"
             sock.sendall(piece)
-            if hold and at <= first_block < at + n:
+            if hold and at + n == first_event:
                 time.sleep(hold / 1000)
             at += n
         if route == "cut":

@@ -22,17 +22,143 @@ use agui_stream::rewrite::{OnViolation, Options, RewriteError, Rewriter};
 use agui_stream::{Config, Dialect};
 use wasmi::{Engine, Linker, Memory, Module, Store, TypedFunc};
 
-// `agui_init`'s flags.
-const DROP: i32 = 1;
-const PASS: i32 = 1 << 1;
-const NO_REPAIR: i32 = 1 << 2;
-const CLOSE_OPEN: i32 = 1 << 3;
-const CANONICAL: i32 = 1 << 4;
-const DROP_RAW: i32 = 1 << 5;
-const CHECK_TOOL_ARGS: i32 = 1 << 6;
-
-/// The module's buffer sizes (`agui_frame_cap`, `agui_raw_cap`).
+/// The module's buffer sizes (`FRAME_CAP`, `RAW_CAP`).
 const BUFFER: usize = 64 * 1024;
+
+/// The exports, the whole ABI (version 1).
+const EXPORTS: [&str; 10] = [
+    "agui_init_v1",
+    "agui_input_ptr",
+    "agui_input_cap",
+    "agui_push",
+    "agui_pending",
+    "agui_finish",
+    "agui_output_ptr",
+    "agui_output_len",
+    "agui_report_ptr",
+    "agui_report_len",
+];
+
+/// One configuration: the JSON the module is given, and the same settings
+/// for the native rewriter, written out independently.
+#[derive(Clone, Copy, Debug)]
+struct Setting {
+    dialect: Dialect,
+    on_violation: OnViolation,
+    repair: bool,
+    close_open: bool,
+    canonical: bool,
+    drop_raw: bool,
+    check_tool_args: bool,
+    strict_end: bool,
+    deny_tool: Option<&'static str>,
+    deterministic_ids: bool,
+}
+
+impl Setting {
+    const DEFAULT: Setting = Setting {
+        dialect: Dialect::V1,
+        on_violation: OnViolation::Stop,
+        repair: true,
+        close_open: false,
+        canonical: false,
+        drop_raw: false,
+        check_tool_args: false,
+        strict_end: false,
+        deny_tool: None,
+        deterministic_ids: false,
+    };
+
+    /// The configuration as the module takes it: only what is not the
+    /// default is written.
+    fn json(&self) -> String {
+        let d = Setting::DEFAULT;
+        let mut members = Vec::new();
+        if self.dialect != d.dialect {
+            members.push(r#""dialect":"v0""#.to_string());
+        }
+        if self.on_violation != d.on_violation {
+            let name = match self.on_violation {
+                OnViolation::Drop => "drop",
+                OnViolation::Pass => "pass",
+                _ => "stop",
+            };
+            members.push(format!(r#""on_violation":"{name}""#));
+        }
+        for (name, value, default) in [
+            ("repair", self.repair, d.repair),
+            ("close_open", self.close_open, d.close_open),
+            ("canonical", self.canonical, d.canonical),
+            ("drop_raw", self.drop_raw, d.drop_raw),
+            ("check_tool_args", self.check_tool_args, d.check_tool_args),
+            ("strict_end", self.strict_end, d.strict_end),
+            (
+                "deterministic_ids",
+                self.deterministic_ids,
+                d.deterministic_ids,
+            ),
+        ] {
+            if value != default {
+                members.push(format!(r#""{name}":{value}"#));
+            }
+        }
+        if let Some(tool) = self.deny_tool {
+            members.push(format!(r#""deny_tools":["{tool}"]"#));
+        }
+        format!("{{{}}}", members.join(","))
+    }
+
+    fn native(&self) -> (Config, Options) {
+        let config = Config::new()
+            .dialect(self.dialect)
+            .minting(if self.deterministic_ids {
+                Minting::Deterministic
+            } else {
+                Minting::PerRun
+            })
+            .check_tool_args(self.check_tool_args)
+            .strict_end(self.strict_end);
+        let options = Options::new()
+            .on_violation(self.on_violation)
+            .repair(self.repair)
+            .close_open(self.close_open)
+            .canonical(self.canonical)
+            .drop_raw(self.drop_raw);
+        (config, options)
+    }
+}
+
+/// The settings every stream is rewritten with, in both dialects.
+fn settings() -> Vec<Setting> {
+    let d = Setting::DEFAULT;
+    let sets = [
+        d,
+        Setting {
+            on_violation: OnViolation::Drop,
+            close_open: true,
+            deterministic_ids: true,
+            ..d
+        },
+        Setting {
+            on_violation: OnViolation::Pass,
+            repair: false,
+            deny_tool: Some("get_weather"),
+            ..d
+        },
+        Setting {
+            canonical: true,
+            drop_raw: true,
+            check_tool_args: true,
+            strict_end: true,
+            deterministic_ids: true,
+            ..d
+        },
+    ];
+    [Dialect::V1, Dialect::V0]
+        .into_iter()
+        .flat_map(|dialect| sets.map(|s| Setting { dialect, ..s }))
+        .collect()
+}
 
 fn module_path() -> PathBuf {
     if let Some(path) = std::env::var_os("AGUI_WASM_MODULE") {
@@ -72,7 +198,7 @@ fn module_path() -> PathBuf {
 struct Plugin {
     store: Store<()>,
     memory: Memory,
-    init: TypedFunc<(i32, i32), i32>,
+    init: TypedFunc<i32, i32>,
     input_ptr: TypedFunc<(), i32>,
     input_cap: TypedFunc<(), i32>,
     push: TypedFunc<i32, i32>,
@@ -89,6 +215,15 @@ impl Plugin {
         let engine = Engine::default();
         let module = Module::new(&engine, wasm).expect("a valid module");
         assert_eq!(module.imports().count(), 0, "the module imports nothing");
+        let mut exports: Vec<_> = module
+            .exports()
+            .map(|e| e.name().to_string())
+            .filter(|name| name != "memory" && !name.starts_with("__"))
+            .collect();
+        exports.sort();
+        let mut abi = EXPORTS.map(String::from).to_vec();
+        abi.sort();
+        assert_eq!(exports, abi, "the module's exports are the ABI");
         let mut store = Store::new(&engine, ());
         let instance = Linker::new(&engine)
             .instantiate_and_start(&mut store, &module)
@@ -100,7 +235,7 @@ impl Plugin {
             };
         }
         Plugin {
-            init: f!("agui_init"),
+            init: f!("agui_init_v1"),
             input_ptr: f!("agui_input_ptr"),
             input_cap: f!("agui_input_cap"),
             push: f!("agui_push"),
@@ -132,13 +267,33 @@ impl Plugin {
         serde_json::from_slice(&data[ptr as usize..][..len as usize]).expect("the report is JSON")
     }
 
+    /// Writes `config` at the input pointer and calls `agui_init_v1`.
+    fn init(&mut self, config: &str) -> i32 {
+        let ptr = self.call0(self.input_ptr) as usize;
+        let cap = self.call0(self.input_cap) as usize;
+        assert!(config.len() <= cap, "the configuration fits");
+        self.memory.data_mut(&mut self.store)[ptr..][..config.len()]
+            .copy_from_slice(config.as_bytes());
+        self.init
+            .call(&mut self.store, config.len() as i32)
+            .expect("no trap")
+    }
+
     /// Pushes `pieces` of `stream` as a host would, then finishes: the
     /// output, the last code, and the report.
-    fn run(&mut self, stream: &[u8], pieces: &[usize], dialect: i32, flags: i32) -> Run {
+    fn run(&mut self, stream: &[u8], pieces: &[usize], setting: &Setting) -> Run {
+        let config = setting.json();
         assert_eq!(
-            self.init.call(&mut self.store, (dialect, flags)).unwrap(),
-            0
+            self.init(&config),
+            0,
+            "{config}: {}",
+            self.report()["error"]
         );
+        self.run_initialized(stream, pieces)
+    }
+
+    /// [`Plugin::run`] on a module initialized already.
+    fn run_initialized(&mut self, stream: &[u8], pieces: &[usize]) -> Run {
         let mut output = Vec::new();
         let mut pushed = Vec::new();
         let mut at = 0;
@@ -192,34 +347,14 @@ struct Run {
     pushed: Vec<usize>,
 }
 
-fn settings(dialect: i32, flags: i32) -> (Config, Options) {
-    let config = Config::new()
-        .dialect(if dialect == 1 {
-            Dialect::V1
-        } else {
-            Dialect::V0
-        })
-        .minting(Minting::Deterministic)
-        .check_tool_args(flags & CHECK_TOOL_ARGS != 0);
-    let on_violation = match flags & (DROP | PASS) {
-        DROP => OnViolation::Drop,
-        PASS => OnViolation::Pass,
-        _ => OnViolation::Stop,
-    };
-    let options = Options::new()
-        .on_violation(on_violation)
-        .repair(flags & NO_REPAIR == 0)
-        .close_open(flags & CLOSE_OPEN != 0)
-        .canonical(flags & CANONICAL != 0)
-        .drop_raw(flags & DROP_RAW != 0);
-    (config, options)
-}
-
 /// The native rewriter on the same pushes, as `agui gateway` drives it.
-fn native(stream: &[u8], pieces: &[usize], dialect: i32, flags: i32) -> Run {
-    let (config, options) = settings(dialect, flags);
+fn native(stream: &[u8], pieces: &[usize], setting: &Setting) -> Run {
+    let (config, options) = setting.native();
     let (mut frames, mut raw) = (vec![0u8; BUFFER], vec![0u8; BUFFER]);
     let mut rewriter = Rewriter::new(&mut frames, &mut raw, config, options);
+    if let Some(tool) = setting.deny_tool {
+        rewriter.deny_tool(tool).unwrap();
+    }
     let mut output = Vec::new();
     let mut result: Result<bool, RewriteError> = Ok(false);
     let mut at = 0;
@@ -275,18 +410,17 @@ impl Rng {
     }
 }
 
-fn compare(
-    plugin: &mut Plugin,
-    name: &str,
-    stream: &[u8],
-    pieces: &[usize],
-    dialect: i32,
-    flags: i32,
-) {
-    let got = plugin.run(stream, pieces, dialect, flags);
+fn compare(plugin: &mut Plugin, name: &str, stream: &[u8], pieces: &[usize], setting: &Setting) {
+    let got = plugin.run(stream, pieces, setting);
     // The native rewriter gets the pieces the module got: a block larger
     // than the raw buffer goes out as its pieces arrive.
-    let want = native(stream, &got.pushed, dialect, flags);
+    let want = native(stream, &got.pushed, setting);
+    same_run(&got, &want, &format!("{name} ({})", setting.json()));
+}
+
+/// The module's run is the native one: output, code (any error as -1) and
+/// report.
+fn same_run(got: &Run, want: &Run, what: &str) {
     if got.output != want.output {
         let at = got
             .output
@@ -298,7 +432,7 @@ fn compare(
             String::from_utf8_lossy(&o[at.saturating_sub(100)..o.len().min(at + 200)]).into_owned()
         };
         panic!(
-            "{name} (dialect {dialect}, flags {flags:#x}): output differs at byte {at} (module {} bytes, native {})\n module: {:?}\n native: {:?}",
+            "{what}: output differs at byte {at} (module {} bytes, native {})\n module: {:?}\n native: {:?}",
             got.output.len(),
             want.output.len(),
             around(&got.output),
@@ -308,7 +442,7 @@ fn compare(
     assert_eq!(
         (got.code.clamp(-1, 1), &got.report),
         (want.code, &want.report),
-        "{name} (dialect {dialect}, flags {flags:#x})"
+        "{what}"
     );
 }
 
@@ -321,20 +455,13 @@ fn the_module_rewrites_every_stream_as_the_native_rewriter_does() {
     assert!(files.len() > 200, "{} files", files.len());
     files.extend(common::sse_files(&common::corpus_dir().join("extra")));
     files.extend(common::sse_files(&common::real_dir()));
-    let flag_sets = [
-        0,
-        DROP | CLOSE_OPEN,
-        PASS | NO_REPAIR,
-        CANONICAL | DROP_RAW | CHECK_TOOL_ARGS,
-    ];
+    let settings = settings();
     for file in &files {
         let stream = common::read(file);
         let name = file.file_name().unwrap().to_string_lossy();
-        for dialect in [1, 0] {
-            for flags in flag_sets {
-                let pieces = rng.pieces(stream.len());
-                compare(&mut plugin, &name, &stream, &pieces, dialect, flags);
-            }
+        for setting in &settings {
+            let pieces = rng.pieces(stream.len());
+            compare(&mut plugin, &name, &stream, &pieces, setting);
         }
     }
 }
@@ -344,10 +471,11 @@ fn hostile_streams_never_make_the_module_trap() {
     let wasm = std::fs::read(module_path()).expect("the module");
     let mut plugin = Plugin::new(&wasm);
     let mut rng = Rng(0x0bad_5eed);
+    let settings = settings();
     for (name, stream) in common::hostile::streams() {
-        for flags in [0, DROP | CLOSE_OPEN] {
+        for setting in &settings[..2] {
             let pieces = rng.pieces(stream.len());
-            compare(&mut plugin, &name, &stream, &pieces, 1, flags);
+            compare(&mut plugin, &name, &stream, &pieces, setting);
         }
     }
 }
@@ -356,20 +484,14 @@ fn hostile_streams_never_make_the_module_trap() {
 fn the_abi_refuses_bad_calls_with_codes() {
     let wasm = std::fs::read(module_path()).expect("the module");
     let mut plugin = Plugin::new(&wasm);
-    // Before agui_init.
+    // Before agui_init_v1.
     assert_eq!(plugin.push.call(&mut plugin.store, 0).unwrap(), -1);
     assert_eq!(plugin.call0(plugin.finish), -1);
-    // Bad dialect, unknown flags, drop and pass at once.
-    for (dialect, flags) in [(2, 0), (1, 1 << 20), (1, DROP | PASS)] {
-        assert_eq!(
-            plugin
-                .init
-                .call(&mut plugin.store, (dialect, flags))
-                .unwrap(),
-            -2
-        );
-    }
-    assert_eq!(plugin.init.call(&mut plugin.store, (1, 0)).unwrap(), 0);
+    assert_eq!(
+        plugin.report()["error"],
+        "not initialized: call agui_init_v1 first"
+    );
+    assert_eq!(plugin.init("{}"), 0);
     let cap = plugin.call0(plugin.input_cap);
     for len in [-1, cap + 1, i32::MAX] {
         assert_eq!(
@@ -381,9 +503,94 @@ fn the_abi_refuses_bad_calls_with_codes() {
     assert_eq!(plugin.report()["error"], "bad argument");
     // A bad argument does not end the stream; finish does.
     assert_eq!(plugin.call0(plugin.finish), 0);
+    assert_eq!(plugin.report()["error"], serde_json::Value::Null);
     assert_eq!(plugin.call0(plugin.finish), -3);
     assert_eq!(plugin.push.call(&mut plugin.store, 0).unwrap(), -3);
-    // agui_init starts over.
-    assert_eq!(plugin.init.call(&mut plugin.store, (0, 0)).unwrap(), 0);
+    // agui_init_v1 starts over; an empty configuration is the defaults.
+    assert_eq!(plugin.init(""), 0);
     assert_eq!(plugin.report()["bytes_in"], 0);
+    for len in [-1, cap + 1] {
+        assert_eq!(plugin.init.call(&mut plugin.store, len).unwrap(), -2);
+        // A failed init leaves the module not initialized.
+        assert_eq!(plugin.push.call(&mut plugin.store, 0).unwrap(), -1);
+    }
+}
+
+/// Configurations the module refuses, each with what its report says.
+const BAD_CONFIGS: [&str; 11] = [
+    "not json",
+    "[]",
+    r#"{"dialect":"v2"}"#,
+    r#"{"on_violation":"ignore"}"#,
+    r#"{"repair":"yes"}"#,
+    r#"{"max_event_bytes":-1}"#,
+    r#"{"unknown":1}"#,
+    r#"{"deny_tools":"calc"}"#,
+    r#"{"deny_tools":[1]}"#,
+    // The module's buffers are fixed.
+    r#"{"buffer":1024}"#,
+    // One name more than the rewriter holds (16).
+    r#"{"deny_tools":["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q"]}"#,
+];
+
+#[test]
+fn a_bad_configuration_is_refused_and_the_next_good_one_works() {
+    let wasm = std::fs::read(module_path()).expect("the module");
+    let mut plugin = Plugin::new(&wasm);
+    let stream = common::read(&common::real_dir().join("langgraph-tool-call.sse"));
+    let mut rng = Rng(0x1417);
+    let good = Setting {
+        deny_tool: Some("get_weather"),
+        deterministic_ids: true,
+        ..Setting::DEFAULT
+    };
+    // A bad configuration first of all (the module has never held a
+    // rewriter), then after a stream, then several in a row: every time
+    // the next good one works and rewrites as the native rewriter does.
+    for (round, bad) in BAD_CONFIGS.iter().enumerate() {
+        for _ in 0..=round % 3 {
+            assert_eq!(plugin.init(bad), -2, "{bad}");
+            let error = plugin.report()["error"].as_str().unwrap_or("").to_string();
+            assert!(error.starts_with("bad configuration"), "{bad}: {error}");
+            assert_eq!(plugin.push.call(&mut plugin.store, 0).unwrap(), -1, "{bad}");
+            assert_eq!(plugin.call0(plugin.finish), -1, "{bad}");
+        }
+        let pieces = rng.pieces(stream.len());
+        compare(
+            &mut plugin,
+            "langgraph-tool-call.sse",
+            &stream,
+            &pieces,
+            &good,
+        );
+    }
+    // Sixteen names fit; the proxies' keys are taken (and ignored).
+    let names: Vec<String> = (0..16).map(|i| format!("\"tool{i}\"")).collect();
+    assert_eq!(
+        plugin.init(&format!(r#"{{"deny_tools":[{}]}}"#, names.join(","))),
+        0
+    );
+    let proxies =
+        r#"{"buffer":65536,"keepalive_ms":0,"request_identity":false,"log_streams":false}"#;
+    assert_eq!(plugin.init(proxies), 0, "{}", plugin.report()["error"]);
+}
+
+#[test]
+fn the_defaults_mint_ids_per_run() {
+    // The library's default, as every front end: the oracle's
+    // deterministic sequence only when asked for.
+    let wasm = std::fs::read(module_path()).expect("the module");
+    let mut plugin = Plugin::new(&wasm);
+    // THINKING_* events become REASONING_* ones with minted ids.
+    let stream = common::read(&common::conformance_dir().join("ev-thinking-full.sse"));
+    let mut outputs = Vec::new();
+    for config in ["{}", r#"{"deterministic_ids":true}"#] {
+        assert_eq!(plugin.init(config), 0);
+        let run = plugin.run_initialized(&stream, &[stream.len()]);
+        outputs.push(String::from_utf8(run.output).unwrap());
+    }
+    let deterministic = "00000000-0000-4000-8000-000000000001";
+    assert!(outputs[0].contains("REASONING_START"), "{}", outputs[0]);
+    assert!(!outputs[0].contains(deterministic), "{}", outputs[0]);
+    assert!(outputs[1].contains(deterministic), "{}", outputs[1]);
 }

@@ -1,18 +1,51 @@
 //! agui-stream's gateway rewriter as a wasm32 module for plugin hosts:
 //! no allocator, no imports, fixed memory, a push ABI.
 //!
-//! The host writes each chunk of the upstream's body at
-//! [`agui_input_ptr`] and calls [`agui_push`]; the module rewrites it and
-//! leaves the client's bytes at [`agui_output_ptr`] / [`agui_output_len`],
-//! exactly what the native [`Rewriter`] writes (and `agui gateway`
-//! prints) for the same input and flags. At the end of the body the host
-//! calls [`agui_finish`] (repair and the end-of-stream verdict). The
-//! statistics and the last error are one JSON object at
-//! [`agui_report_ptr`] / [`agui_report_len`], with the fields of
-//! `agui gateway`'s stderr line.
+//! # The ABI (version 1)
+//!
+//! Ten exports, every argument and result an `i32`:
+//!
+//! | export | what it does |
+//! |--------|--------------|
+//! | `agui_init_v1(len)` | starts a stream with the configuration: the `len` bytes of JSON the host wrote at `agui_input_ptr()` |
+//! | `agui_input_ptr()`, `agui_input_cap()` | where the host writes a configuration or the next chunk, and how many bytes fit there |
+//! | `agui_push(len)` | rewrites the `len` bytes written at `agui_input_ptr()` |
+//! | `agui_pending()` | bytes pushed but not read yet (the output was full) |
+//! | `agui_finish()` | end of the body: the repair and the end-of-stream verdict |
+//! | `agui_output_ptr()`, `agui_output_len()` | the client's bytes from the last call |
+//! | `agui_report_ptr()`, `agui_report_len()` | the statistics and the last error, as one JSON object |
+//!
+//! The version is in the name: a configuration format that changes
+//! incompatibly comes as `agui_init_v2`, so a host finds out from the
+//! exports (a missing export fails at link time) instead of from a stream
+//! rewritten with the wrong settings.
+//!
+//! The configuration is the JSON object every front end takes (the
+//! proxy-wasm filter's plugin configuration; `agui gateway`'s flags name
+//! the same settings), read by the front ends' shared helper
+//! (`examples/shared/frontend.rs`). Every key is optional; an unknown key or
+//! a bad value is refused:
+//!
+//! ```json
+//! {"dialect": "v1", "on_violation": "stop", "repair": true, "close_open": false,
+//!  "canonical": false, "drop_raw": false, "max_event_bytes": 0,
+//!  "check_tool_args": false, "strict_end": false, "deny_tools": [],
+//!  "deterministic_ids": false}
+//! ```
+//!
+//! `{}` (or `len` 0) is the defaults: V1, stop on a violation, repair, ids
+//! minted per run. `deterministic_ids: true` mints the reference oracle's
+//! sequence instead, as `agui gateway --deterministic-ids` does (tests ask
+//! for it, to compare bytes). At most 16 `deny_tools` names (256 bytes).
+//! The proxies' keys are taken too: `buffer` must be 65536 (this module's
+//! buffers are fixed), `keepalive_ms`, `request_identity` and `log_streams`
+//! are ignored (the module never writes on its own and sees no headers).
+//!
+//! A host drives it like this:
 //!
 //! ```text
-//! agui_init(1, 0)                          // V1, stop on violation, repair
+//! write config to agui_input_ptr()
+//! agui_init_v1(len(config))                // 0, or < 0: see the report
 //! for chunk in body:                       // any split
 //!     while chunk not empty:
 //!         n = min(len(chunk), agui_input_cap())
@@ -24,40 +57,54 @@
 //! code = agui_finish(); send the output
 //! ```
 //!
+//! The output of each call is exactly what the native [`Rewriter`] writes
+//! (and `agui gateway` prints) for the same pushes and settings. The report
+//! is the object of `agui gateway`'s stderr line (`Stats`' serialization)
+//! with an `"error"` member: the last call's error message, or `null`.
+//!
 //! Backpressure: a push reads as much input as the output buffer can take
 //! the worst case of; what it could not read stays *pending* in the input
-//! buffer, and [`agui_input_ptr`] / [`agui_input_cap`] then point past it.
+//! buffer, and `agui_input_ptr()` / `agui_input_cap()` then point past it.
 //! `agui_push(0)` reads on once the host has taken the output. With the
-//! sizes below a push of [`agui_input_cap`] bytes leaves input pending only
+//! sizes below a push of `agui_input_cap()` bytes leaves input pending only
 //! on streams of many tiny frames.
 //!
-//! Return codes of [`agui_init`], [`agui_push`], [`agui_finish`] and
-//! [`agui_deny_tool`]:
+//! Return codes of `agui_init_v1`, `agui_push` and `agui_finish`:
 //!
 //! | code | meaning |
 //! |-----:|---------|
 //! | 0 | go on |
 //! | 1 | the stream has ended (stopped by the policy; later input is ignored) |
-//! | -1 | not initialized: call `agui_init` first |
-//! | -2 | bad argument: a length outside `0..=agui_input_cap()`, a dialect other than 0 or 1, unknown flag bits, a tool name that is not UTF-8 |
-//! | -3 | already finished: `agui_init` starts the next stream |
+//! | -1 | not initialized: no `agui_init_v1` yet, or the last one failed |
+//! | -2 | bad argument: a length outside `0..=agui_input_cap()`, or a configuration that is not valid (the report says why) |
+//! | -3 | already finished: `agui_init_v1` starts the next stream |
 //! | -4 | the output buffer cannot take the next block's worst case even empty (cannot happen with these sizes) |
 //! | -5 | a block outgrew the raw buffer (cannot happen with these sizes) |
 //! | -6 | the output writer failed |
-//! | -7 | more denied tool names than the rewriter holds |
-//! | -8 | input is still pending at `agui_finish`: push(0) until `agui_pending()` is 0 |
+//! | -7 | input is still pending at `agui_finish`: `agui_push(0)` until `agui_pending()` is 0 |
 //!
-//! After a negative code other than -2 the stream is over: the same code
-//! comes back until `agui_init`.
+//! A bad length leaves the stream as it was. After any other negative code
+//! of a push or finish the stream is over: the same code comes back until
+//! `agui_init_v1`. A failed `agui_init_v1` ends the previous stream and
+//! leaves the module not initialized (-1) until one succeeds; it never
+//! keeps a later one from succeeding.
+//!
+//! Memory: fixed, in the module's data ([`FRAME_CAP`], [`RAW_CAP`],
+//! [`INPUT_CAP`], [`OUTPUT_CAP`] and an 8 KiB report); the two rewriter
+//! buffers are lent once and handed from each stream's rewriter to the
+//! next ([`Rewriter::into_buffers`]).
 #![no_std]
 // `#[unsafe(no_mangle)]` on the exports (their names are the ABI) is the
 // only unsafe code, each allowed where it stands; there is no unsafe block.
 #![deny(unsafe_code)]
 
-use agui_stream::legacy::Minting;
-use agui_stream::rewrite::{OnViolation, Options, RewriteError, Rewriter, Stats};
-use agui_stream::{Config, Dialect, SliceWriter};
+#[path = "../../shared/frontend.rs"]
+mod frontend;
+
+use agui_stream::rewrite::{Options, RewriteError, Rewriter, Stats};
+use agui_stream::{Config, SliceWriter};
 use core::fmt::Write as _;
+use frontend::{ConfigError, Gateway, StatsLine};
 use spin::{Mutex, MutexGuard};
 
 /// The pipeline's frame buffer: a frame up to this size that spans pushes
@@ -66,30 +113,14 @@ pub const FRAME_CAP: usize = 64 * 1024;
 /// The rewriter's raw buffer: a block up to this size that spans pushes
 /// is held until its verdict (larger ones go out as they come).
 pub const RAW_CAP: usize = 64 * 1024;
-/// The most input one push takes.
+/// The most input one push (or one configuration) takes.
 pub const INPUT_CAP: usize = 16 * 1024;
 /// Room for the worst case of a block of every byte the raw and input
-/// buffers can hold (`Rewriter::frame_bound`, checked by `agui_init`), so
-/// that an empty output always takes the next block.
+/// buffers can hold (`Rewriter::frame_bound`, checked by `agui_init_v1`),
+/// so that an empty output always takes the next block.
 pub const OUTPUT_CAP: usize = 3 * (RAW_CAP + INPUT_CAP) + 24 * 1024;
-/// The report's buffer.
-const REPORT_CAP: usize = 8 * 1024;
 
-/// Flag bits of [`agui_init`].
-const DROP: i32 = 1;
-const PASS: i32 = 1 << 1;
-const NO_REPAIR: i32 = 1 << 2;
-const CLOSE_OPEN: i32 = 1 << 3;
-const CANONICAL: i32 = 1 << 4;
-const DROP_RAW: i32 = 1 << 5;
-/// Check tool-call arguments as JSON (`agui gateway --check-tool-args`).
-const CHECK_TOOL_ARGS: i32 = 1 << 6;
-/// Mint ids per run (the library's default) instead of the reference
-/// oracle's deterministic sequence, which `agui gateway` uses.
-const PER_RUN_IDS: i32 = 1 << 7;
-const KNOWN_FLAGS: i32 = (1 << 8) - 1;
-
-/// Why a call failed: its code, and the message the report shows.
+/// Why a call failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Failure {
     NotInitialized,
@@ -107,33 +138,89 @@ impl Failure {
             Failure::Finished => -3,
             Failure::Rewrite(RewriteError::OutputFull { .. }) => -4,
             Failure::Rewrite(RewriteError::RawBuffer { .. }) => -5,
-            Failure::Rewrite(RewriteError::DeniedTools) => -7,
             Failure::Rewrite(_) => -6,
-            Failure::Pending => -8,
+            Failure::Pending => -7,
         }
-    }
-
-    /// The report's message.
-    fn message(self) -> Message {
-        let mut m = Message {
-            buf: [0; 256],
-            len: 0,
-        };
-        let _ = match self {
-            Failure::NotInitialized => m.write_str("not initialized: call agui_init first"),
-            Failure::BadArgument => m.write_str("bad argument"),
-            Failure::Finished => m.write_str("the stream is finished: agui_init starts the next"),
-            Failure::Pending => m.write_str("input is pending: push(0) before finish"),
-            Failure::Rewrite(e) => write!(m, "{e}"),
-        };
-        m
     }
 }
 
-/// An error's message (what fits in 256 bytes).
+impl core::fmt::Display for Failure {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Failure::NotInitialized => f.write_str("not initialized: call agui_init_v1 first"),
+            Failure::BadArgument => f.write_str("bad argument"),
+            Failure::Finished => {
+                f.write_str("the stream is finished: agui_init_v1 starts the next")
+            }
+            Failure::Pending => f.write_str("input is pending: push(0) before finish"),
+            Failure::Rewrite(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// Why `agui_init_v1` failed.
+#[derive(Clone, Copy, Debug)]
+enum InitError {
+    BadLength,
+    Config(ConfigError),
+    /// `buffer` is not this build's.
+    Buffer(usize),
+    DenyTools(RewriteError),
+    /// The buffer sizes of this build cannot promise progress.
+    Sizes(RewriteError),
+}
+
+impl InitError {
+    fn code(self) -> i32 {
+        match self {
+            InitError::Sizes(e) => Failure::Rewrite(e).code(),
+            _ => Failure::BadArgument.code(),
+        }
+    }
+}
+
+impl core::fmt::Display for InitError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            InitError::BadLength => Failure::BadArgument.fmt(f),
+            InitError::Config(e) => write!(f, "bad configuration: {e}"),
+            InitError::Buffer(n) => write!(
+                f,
+                "bad configuration: buffer {n}: this module's buffers are {FRAME_CAP} bytes"
+            ),
+            InitError::DenyTools(e) => write!(f, "bad configuration: deny_tools: {e}"),
+            InitError::Sizes(e) => e.fmt(f),
+        }
+    }
+}
+
+/// The last call's error message (what fits in 256 bytes; empty: none).
 struct Message {
     buf: [u8; 256],
     len: usize,
+}
+
+impl Message {
+    const NONE: Message = Message {
+        buf: [0; 256],
+        len: 0,
+    };
+
+    fn of(error: impl core::fmt::Display) -> Message {
+        let mut m = Message::NONE;
+        let _ = write!(m, "{error}");
+        m
+    }
+
+    /// The message, `None` if there is none.
+    fn text(&self) -> Option<&str> {
+        // Cut at 256 bytes, perhaps inside a character.
+        let bytes = self.buf.get(..self.len).unwrap_or_default();
+        let text = core::str::from_utf8(bytes).unwrap_or_else(|e| {
+            core::str::from_utf8(bytes.get(..e.valid_up_to()).unwrap_or_default()).unwrap_or("")
+        });
+        (self.len > 0).then_some(text)
+    }
 }
 
 impl core::fmt::Write for Message {
@@ -150,24 +237,31 @@ impl core::fmt::Write for Message {
     }
 }
 
-/// Where a stream stands.
+/// Where the stream stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
+    /// The last `agui_init_v1` failed: nothing is accepted until one
+    /// succeeds.
+    Unconfigured,
     Open,
+    /// Stopped by the policy: later input is read and ignored.
     Ended,
     Finished,
     Failed(Failure),
 }
 
-/// One stream's state.
-struct Stream {
+/// The module's state after the first `agui_init_v1`. It always holds the
+/// rewriter (and with it the two buffers), whatever the last init did:
+/// `agui_init_v1` takes the buffers back from the old rewriter and, on every
+/// path, stores a new one.
+struct Module {
     rewriter: Rewriter<'static>,
     phase: Phase,
     /// `INPUT[..pending]` are bytes pushed but not read yet.
     pending: usize,
-    /// The last call's failure, for the report (a bad argument does not
-    /// end the stream).
-    error: Option<Failure>,
+    /// The last call's error, for the report (a bad length does not end
+    /// the stream).
+    error: Message,
     /// The policy stopped the stream: every later push and `agui_finish`
     /// answer 1.
     stopped: bool,
@@ -180,11 +274,10 @@ static OUTPUT: Mutex<Output> = Mutex::new(Output {
     buf: [0; OUTPUT_CAP],
     len: 0,
 });
-static REPORT: Mutex<Report> = Mutex::new(Report {
-    buf: [0; REPORT_CAP],
-    len: 0,
-});
-static STREAM: Mutex<Option<Stream>> = Mutex::new(None);
+/// The report, rendered by `agui_report_len`: `agui gateway`'s stats line
+/// (the shared front-end helper's), with `"error"`.
+static REPORT: Mutex<Option<StatsLine>> = Mutex::new(None);
+static MODULE: Mutex<Option<Module>> = Mutex::new(None);
 
 /// The output of the last call.
 struct Output {
@@ -192,160 +285,80 @@ struct Output {
     len: usize,
 }
 
-/// The report, rendered by [`agui_report_len`].
-struct Report {
-    buf: [u8; REPORT_CAP],
-    len: usize,
-}
-
-impl Report {
-    /// The `agui gateway` stderr line's object: the statistics as the
-    /// library serializes them (`Stats`' `Serialize`, the fields of that
-    /// line), then `"error"`. 8 KiB hold every field with every count at
-    /// its largest.
-    fn render(&mut self, stats: &Stats, error: Option<Failure>) {
-        let message = error.map(Failure::message);
-        let message = message.as_ref().map(|m| {
-            // Cut at 256 bytes, perhaps inside a character.
-            let bytes = m.buf.get(..m.len).unwrap_or_default();
-            core::str::from_utf8(bytes).unwrap_or_else(|e| {
-                core::str::from_utf8(bytes.get(..e.valid_up_to()).unwrap_or_default()).unwrap_or("")
-            })
-        });
-        self.len = serde_json_core::to_slice(stats, &mut self.buf)
-            .ok()
-            .and_then(|n| {
-                // `{…}` becomes `{…,"error":…}`.
-                let end = n.checked_sub(1)?;
-                let rest = self.buf.get_mut(end..)?;
-                let tail = b",\"error\":";
-                rest.get_mut(..tail.len())?.copy_from_slice(tail);
-                let at = end + tail.len();
-                let written = serde_json_core::to_slice(&message, self.buf.get_mut(at..)?).ok()?;
-                let close = at + written;
-                *self.buf.get_mut(close)? = b'}';
-                Some(close + 1)
-            })
-            .unwrap_or(0);
-    }
-}
-
-/// The rewriter's options and configuration from `agui_init`'s arguments.
-fn settings(dialect: i32, flags: i32, max_event_bytes: i64) -> Option<(Config, Options)> {
-    let dialect = match dialect {
-        1 => Dialect::V1,
-        0 => Dialect::V0,
-        _ => return None,
-    };
-    if flags & !KNOWN_FLAGS != 0 || flags & (DROP | PASS) == DROP | PASS || max_event_bytes < 0 {
-        return None;
-    }
-    let on_violation = if flags & DROP != 0 {
-        OnViolation::Drop
-    } else if flags & PASS != 0 {
-        OnViolation::Pass
-    } else {
-        OnViolation::Stop
-    };
-    let minting = if flags & PER_RUN_IDS != 0 {
-        Minting::PerRun
-    } else {
-        Minting::Deterministic
-    };
-    let config = Config::new()
-        .dialect(dialect)
-        .minting(minting)
-        .check_tool_args(flags & CHECK_TOOL_ARGS != 0);
-    let options = Options::new()
-        .on_violation(on_violation)
-        .repair(flags & NO_REPAIR == 0)
-        .close_open(flags & CLOSE_OPEN != 0)
-        .canonical(flags & CANONICAL != 0)
-        .drop_raw(flags & DROP_RAW != 0)
-        .max_event_bytes(max_event_bytes.unsigned_abs());
-    Some((config, options))
-}
-
-/// Starts a stream: resets all state. `dialect` 1 = V1, 0 = V0; `flags`
-/// bit 0 = on violation drop, bit 1 = pass (neither = stop), bit 2 = no
-/// repair, bit 3 = close open, bit 4 = canonical, bit 5 = drop raw, bit 6
-/// = check tool-call arguments, bit 7 = ids minted per run (else the
-/// reference oracle's deterministic ids, as `agui gateway`).
-#[allow(unsafe_code)]
-#[unsafe(no_mangle)]
-pub extern "C" fn agui_init(dialect: i32, flags: i32) -> i32 {
-    agui_init_max(dialect, flags, 0)
-}
-
-/// [`agui_init`] with a cap on the size of one event's block
-/// (`agui gateway --max-event-bytes`; 0 = none).
-#[allow(unsafe_code)]
-#[unsafe(no_mangle)]
-pub extern "C" fn agui_init_max(dialect: i32, flags: i32, max_event_bytes: i64) -> i32 {
-    let mut stream = STREAM.lock();
-    output().len = 0;
-    let Some((config, options)) = settings(dialect, flags, max_event_bytes) else {
-        if let Some(s) = stream.as_mut() {
-            s.error = Some(Failure::BadArgument);
-        }
-        return Failure::BadArgument.code();
-    };
-    // The buffers are lent once, for the life of the module, and handed
-    // from one stream's rewriter to the next.
-    let (frame, raw) = match stream.take() {
-        Some(old) => old.rewriter.into_buffers(),
+/// The frame and raw buffers: from the old rewriter, or, at the first
+/// call, the statics (lent for the life of the module).
+fn buffers(module: Option<Module>) -> Option<(&'static mut [u8], &'static mut [u8])> {
+    match module {
+        Some(old) => Some(old.rewriter.into_buffers()),
         None => match (FRAME.try_lock(), RAW.try_lock()) {
-            (Some(f), Some(r)) => (&mut MutexGuard::leak(f)[..], &mut MutexGuard::leak(r)[..]),
-            _ => return Failure::NotInitialized.code(),
+            (Some(f), Some(r)) => {
+                Some((&mut MutexGuard::leak(f)[..], &mut MutexGuard::leak(r)[..]))
+            }
+            // Taken already: only if a rewriter holding them was lost,
+            // which the code below never does.
+            _ => None,
         },
-    };
-    let rewriter = Rewriter::new(frame, raw, config, options);
-    if rewriter.frame_bound(RAW_CAP + INPUT_CAP) > OUTPUT_CAP {
-        // The sizes above are wrong: this build cannot promise progress.
-        return Failure::Rewrite(RewriteError::OutputFull {
-            needed: rewriter.frame_bound(RAW_CAP + INPUT_CAP),
-        })
-        .code();
     }
-    *stream = Some(Stream {
-        rewriter,
-        phase: Phase::Open,
-        pending: 0,
-        error: None,
-        stopped: false,
-    });
-    0
 }
 
-/// Denies the tool whose name is the `len` bytes at [`agui_input_ptr`]:
-/// its calls' events are removed (`agui gateway --deny-tool`). Call after
-/// `agui_init`, before the first push.
+/// Starts a stream with the configuration in the `len` bytes of JSON at
+/// [`agui_input_ptr`] (see the crate's documentation): 0, or -2 (the
+/// report says what is wrong with it).
 #[allow(unsafe_code)]
 #[unsafe(no_mangle)]
-pub extern "C" fn agui_deny_tool(len: i32) -> i32 {
-    let mut guard = STREAM.lock();
-    let Some(stream) = guard.as_mut() else {
+pub extern "C" fn agui_init_v1(len: i32) -> i32 {
+    let mut slot = MODULE.lock();
+    output().len = 0;
+    let input = INPUT.lock();
+    let pending = slot.as_ref().map_or(0, |m| m.pending);
+    let json = usize::try_from(len)
+        .ok()
+        .and_then(|len| input.get(pending..pending.checked_add(len)?));
+    let Some((frame, raw)) = buffers(slot.take()) else {
         return Failure::NotInitialized.code();
     };
-    let input = INPUT.lock();
-    let name = usize::try_from(len)
-        .ok()
-        .and_then(|len| input.get(stream.pending..stream.pending.checked_add(len)?))
-        .and_then(|b| core::str::from_utf8(b).ok());
-    let result = match name {
-        None => Err(Failure::BadArgument),
-        Some(name) => stream.rewriter.deny_tool(name).map_err(Failure::Rewrite),
+    // From here on every path stores the rewriter (and so the buffers)
+    // back in `slot`: no early return.
+    let gateway = match json {
+        Some(json) => Gateway::from_json(json).map_err(InitError::Config),
+        None => Err(InitError::BadLength),
     };
-    match result {
-        Ok(()) => 0,
-        Err(failure) => {
-            stream.error = Some(failure);
-            failure.code()
+    let gateway = gateway.and_then(|g| match g.buffer {
+        // Fixed in this module; `keepalive_ms`, `request_identity` and
+        // `log_streams` are the proxies' and ignored here.
+        FRAME_CAP => Ok(g),
+        n => Err(InitError::Buffer(n)),
+    });
+    let (config, options) = match &gateway {
+        Ok(g) => (g.config(), g.options()),
+        Err(_) => (Config::new(), Options::new()),
+    };
+    let mut rewriter = Rewriter::new(frame, raw, config, options);
+    let result = gateway.and_then(|gateway| {
+        gateway.deny(&mut rewriter).map_err(InitError::DenyTools)?;
+        let needed = rewriter.frame_bound(RAW_CAP + INPUT_CAP);
+        if needed > OUTPUT_CAP {
+            // The sizes above are wrong: this build cannot promise progress.
+            return Err(InitError::Sizes(RewriteError::OutputFull { needed }));
         }
-    }
+        Ok(())
+    });
+    let (phase, error, code) = match result {
+        Ok(()) => (Phase::Open, Message::NONE, 0),
+        Err(e) => (Phase::Unconfigured, Message::of(e), e.code()),
+    };
+    *slot = Some(Module {
+        rewriter,
+        phase,
+        pending: 0,
+        error,
+        stopped: false,
+    });
+    code
 }
 
-/// Where the host writes the next chunk (past any pending input).
+/// Where the host writes the configuration or the next chunk (past any
+/// pending input).
 #[allow(unsafe_code)]
 #[unsafe(no_mangle)]
 pub extern "C" fn agui_input_ptr() -> i32 {
@@ -369,7 +382,7 @@ pub extern "C" fn agui_pending() -> i32 {
 }
 
 fn pending() -> usize {
-    STREAM.lock().as_ref().map_or(0, |s| s.pending)
+    MODULE.lock().as_ref().map_or(0, |m| m.pending)
 }
 
 /// Rewrites the `len` bytes written at [`agui_input_ptr`] (and any
@@ -377,29 +390,30 @@ fn pending() -> usize {
 #[allow(unsafe_code)]
 #[unsafe(no_mangle)]
 pub extern "C" fn agui_push(len: i32) -> i32 {
-    let mut guard = STREAM.lock();
+    let mut guard = MODULE.lock();
     let mut out = output();
     out.len = 0;
-    let Some(stream) = guard.as_mut() else {
+    let Some(module) = guard.as_mut() else {
         return Failure::NotInitialized.code();
     };
-    let result = push(stream, len, &mut out);
-    respond(stream, result)
+    let result = push(module, len, &mut out);
+    respond(module, result)
 }
 
-fn push(stream: &mut Stream, len: i32, out: &mut Output) -> Result<(), Failure> {
+fn push(module: &mut Module, len: i32, out: &mut Output) -> Result<(), Failure> {
     let total = usize::try_from(len)
         .ok()
-        .and_then(|len| len.checked_add(stream.pending))
+        .and_then(|len| len.checked_add(module.pending))
         .filter(|&total| total <= INPUT_CAP)
         .ok_or(Failure::BadArgument)?;
-    match stream.phase {
+    match module.phase {
         Phase::Open => {}
         Phase::Ended => {
             // Read and ignored, as the rewriter does.
-            stream.pending = 0;
+            module.pending = 0;
             return Ok(());
         }
+        Phase::Unconfigured => return Err(Failure::NotInitialized),
         Phase::Finished => return Err(Failure::Finished),
         Phase::Failed(failure) => return Err(failure),
     }
@@ -409,12 +423,12 @@ fn push(stream: &mut Stream, len: i32, out: &mut Output) -> Result<(), Failure> 
     let mut failure = None;
     while read < total {
         let rest = input.get(read..total).unwrap_or_default();
-        match stream.rewriter.push(rest, &mut writer) {
+        match module.rewriter.push(rest, &mut writer) {
             Ok(pushed) => {
                 read += pushed.read;
                 if pushed.ended {
-                    stream.phase = Phase::Ended;
-                    stream.stopped = true;
+                    module.phase = Phase::Ended;
+                    module.stopped = true;
                     read = total;
                 } else if pushed.read == 0 {
                     break;
@@ -431,10 +445,10 @@ fn push(stream: &mut Stream, len: i32, out: &mut Output) -> Result<(), Failure> 
     }
     out.len = writer.len();
     input.copy_within(read..total, 0);
-    stream.pending = total - read;
+    module.pending = total - read;
     match failure {
         Some(failure) => {
-            stream.phase = Phase::Failed(failure);
+            module.phase = Phase::Failed(failure);
             Err(failure)
         }
         None => Ok(()),
@@ -445,48 +459,50 @@ fn push(stream: &mut Stream, len: i32, out: &mut Output) -> Result<(), Failure> 
 #[allow(unsafe_code)]
 #[unsafe(no_mangle)]
 pub extern "C" fn agui_finish() -> i32 {
-    let mut guard = STREAM.lock();
+    let mut guard = MODULE.lock();
     let mut out = output();
     out.len = 0;
-    let Some(stream) = guard.as_mut() else {
+    let Some(module) = guard.as_mut() else {
         return Failure::NotInitialized.code();
     };
-    let result = finish(stream, &mut out);
-    respond(stream, result)
+    let result = finish(module, &mut out);
+    respond(module, result)
 }
 
-fn finish(stream: &mut Stream, out: &mut Output) -> Result<(), Failure> {
-    match stream.phase {
-        Phase::Open if stream.pending > 0 => return Err(Failure::Pending),
+fn finish(module: &mut Module, out: &mut Output) -> Result<(), Failure> {
+    match module.phase {
+        Phase::Open if module.pending > 0 => return Err(Failure::Pending),
         Phase::Open | Phase::Ended => {}
+        Phase::Unconfigured => return Err(Failure::NotInitialized),
         Phase::Finished => return Err(Failure::Finished),
         Phase::Failed(failure) => return Err(failure),
     }
     let mut writer = SliceWriter::new(&mut out.buf);
-    let result = stream.rewriter.finish(&mut writer);
+    let result = module.rewriter.finish(&mut writer);
     out.len = writer.len();
     match result {
         Ok(_) => {
-            stream.phase = Phase::Finished;
+            module.phase = Phase::Finished;
             Ok(())
         }
         Err(e) => {
             let failure = Failure::Rewrite(e);
-            stream.phase = Phase::Failed(failure);
+            module.phase = Phase::Failed(failure);
             Err(failure)
         }
     }
 }
 
-/// A call's code; its failure is the report's error.
-fn respond(stream: &mut Stream, result: Result<(), Failure>) -> i32 {
+/// A call's code (1 once the policy has stopped the stream); its failure
+/// is the report's error.
+fn respond(module: &mut Module, result: Result<(), Failure>) -> i32 {
     match result {
         Ok(()) => {
-            stream.error = None;
-            i32::from(stream.stopped)
+            module.error = Message::NONE;
+            i32::from(module.stopped)
         }
         Err(failure) => {
-            stream.error = Some(failure);
+            module.error = Message::of(failure);
             failure.code()
         }
     }
@@ -515,32 +531,13 @@ pub extern "C" fn agui_output_len() -> i32 {
     i32::try_from(output().len).unwrap_or(0)
 }
 
-/// The most output one call can give.
-#[allow(unsafe_code)]
-#[unsafe(no_mangle)]
-pub extern "C" fn agui_output_cap() -> i32 {
-    i32::try_from(OUTPUT_CAP).unwrap_or(i32::MAX)
-}
-
-/// The frame buffer's size (`agui gateway --buffer`).
-#[allow(unsafe_code)]
-#[unsafe(no_mangle)]
-pub extern "C" fn agui_frame_cap() -> i32 {
-    i32::try_from(FRAME_CAP).unwrap_or(i32::MAX)
-}
-
-/// The raw buffer's size (`agui gateway --buffer`).
-#[allow(unsafe_code)]
-#[unsafe(no_mangle)]
-pub extern "C" fn agui_raw_cap() -> i32 {
-    i32::try_from(RAW_CAP).unwrap_or(i32::MAX)
-}
-
 /// Where [`agui_report_len`] renders the report.
 #[allow(unsafe_code)]
 #[unsafe(no_mangle)]
 pub extern "C" fn agui_report_ptr() -> i32 {
-    address(REPORT.lock().buf.as_ptr())
+    let mut report = REPORT.lock();
+    let line = report.get_or_insert_with(|| StatsLine::new(&Stats::default()));
+    address(line.as_str().as_ptr())
 }
 
 /// Renders the report — the statistics and the last call's error as one
@@ -549,13 +546,16 @@ pub extern "C" fn agui_report_ptr() -> i32 {
 #[allow(unsafe_code)]
 #[unsafe(no_mangle)]
 pub extern "C" fn agui_report_len() -> i32 {
-    let guard = STREAM.lock();
+    let guard = MODULE.lock();
+    let not_initialized = Message::of(Failure::NotInitialized);
+    let (stats, error) = match guard.as_ref() {
+        Some(module) => (module.rewriter.stats(), module.error.text()),
+        None => (&Stats::default(), not_initialized.text()),
+    };
     let mut report = REPORT.lock();
-    match guard.as_ref() {
-        Some(stream) => report.render(stream.rewriter.stats(), stream.error),
-        None => report.render(&Stats::default(), Some(Failure::NotInitialized)),
-    }
-    i32::try_from(report.len).unwrap_or(0)
+    let line = report.insert(StatsLine::new(stats));
+    let len = line.field("error", &error).as_str().len();
+    i32::try_from(len).unwrap_or(0)
 }
 
 #[cfg(target_arch = "wasm32")]
