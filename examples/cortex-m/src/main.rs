@@ -37,7 +37,7 @@ mod expected {
 struct Text;
 
 impl fmt::Write for Text {
-    fn encode_str(&mut self, s: &str) -> fmt::Result {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
         #[cfg(not(feature = "defmt"))]
         let h = hio::hstdout();
         #[cfg(feature = "defmt")]
@@ -180,17 +180,10 @@ fn log_event(ev: &agui_stream::Event<'_>, frame: &agui_stream::FrameInfo) {
 }
 
 fn stage_name(index: u8) -> &'static str {
-    [
-        Stage::Sse,
-        Stage::Json,
-        Stage::Schema,
-        Stage::Chunks,
-        Stage::Verify,
-        Stage::End,
-    ]
-    .into_iter()
-    .find(|s| s.index() == usize::from(index))
-    .map_or("?", Stage::as_str)
+    Stage::ALL
+        .into_iter()
+        .find(|s| s.index() == usize::from(index))
+        .map_or("?", Stage::reference_name)
 }
 
 fn print_report(end: &End, message: &dyn fmt::Display) {
