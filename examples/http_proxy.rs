@@ -5,7 +5,7 @@
 //! http_proxy --listen 127.0.0.1:8080 --upstream http://127.0.0.1:8000
 //!            [--dialect v1|v0] [--on-violation stop|drop|pass] [--no-repair]
 //!            [--close-open] [--max-event-bytes N] [--canonical] [--drop-raw]
-//!            [--deny-tool NAME]... [--check-tool-args] [--strict-end]
+//!            [--deny-tool NAME]... [--check-tool-args]
 //!            [--deterministic-ids] [--buffer N] [--keepalive-ms N]
 //! ```
 //!

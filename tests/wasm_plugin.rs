@@ -50,7 +50,6 @@ struct Setting {
     canonical: bool,
     drop_raw: bool,
     check_tool_args: bool,
-    strict_end: bool,
     deny_tool: Option<&'static str>,
     deterministic_ids: bool,
 }
@@ -64,7 +63,6 @@ impl Setting {
         canonical: false,
         drop_raw: false,
         check_tool_args: false,
-        strict_end: false,
         deny_tool: None,
         deterministic_ids: false,
     };
@@ -91,7 +89,6 @@ impl Setting {
             ("canonical", self.canonical, d.canonical),
             ("drop_raw", self.drop_raw, d.drop_raw),
             ("check_tool_args", self.check_tool_args, d.check_tool_args),
-            ("strict_end", self.strict_end, d.strict_end),
             (
                 "deterministic_ids",
                 self.deterministic_ids,
@@ -116,8 +113,7 @@ impl Setting {
             } else {
                 Minting::PerRun
             })
-            .check_tool_args(self.check_tool_args)
-            .strict_end(self.strict_end);
+            .check_tool_args(self.check_tool_args);
         let options = Options::new()
             .on_violation(self.on_violation)
             .repair(self.repair)
@@ -149,7 +145,6 @@ fn settings() -> Vec<Setting> {
             canonical: true,
             drop_raw: true,
             check_tool_args: true,
-            strict_end: true,
             deterministic_ids: true,
             ..d
         },

@@ -54,7 +54,7 @@
 //! ```json
 //! {"dialect": "v1", "on_violation": "stop", "repair": true, "close_open": false,
 //!  "canonical": false, "drop_raw": false, "max_event_bytes": 0,
-//!  "check_tool_args": false, "strict_end": false, "deny_tools": [],
+//!  "check_tool_args": false, "deny_tools": [],
 //!  "deterministic_ids": false, "buffer": 65536, "request_identity": true,
 //!  "log_streams": true}
 //! ```
