@@ -11,7 +11,7 @@ mod support;
 
 use std::fmt::Write as _;
 
-use support::record::{Outcome, run_sized};
+use support::record::{Outcome, run_sized, run_sized_with};
 use support::{RUN_FINISHED, RUN_STARTED, end, sse, start};
 
 use agui_stream::json::{self, DEFAULT_MAX_DEPTH, ErrorKind as JsonErrorKind, Limits, MAX_DEPTH};
@@ -505,7 +505,7 @@ fn ten_megabyte_frame_through_a_small_buffer_is_checked_as_it_streams() {
 
     // Monitor: the frame is a capacity violation and the stream goes on.
     let mut buf = vec![0u8; BUFFER];
-    let mut pipeline = Pipeline::new(&mut buf, Config::new().policy(Policy::Monitor));
+    let mut pipeline = Pipeline::new(&mut buf, Config::new()).policy(Policy::Monitor);
     let mut types = Vec::new();
     let mut sink = |ev: &Event<'_>, _: &FrameInfo| types.push(ev.event_type());
     stream.extend_from_slice(&frame(RUN_FINISHED));
@@ -784,8 +784,13 @@ fn every_byte_value_at_every_position_never_panics() {
         for b in 0..=255u8 {
             let mut bad = stream.clone();
             bad[i] = b;
-            for config in [Config::new(), v0(), Config::new().policy(Policy::Monitor)] {
-                let _ = run(&bad, config);
+            let runs = [
+                (Config::new(), Policy::Stop),
+                (v0(), Policy::Stop),
+                (Config::new(), Policy::Monitor),
+            ];
+            for (config, policy) in runs {
+                let _ = run_sized_with::<32, 32, 2048>(&bad, config, policy, 1 << 16, 0);
             }
         }
     }

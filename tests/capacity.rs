@@ -410,7 +410,7 @@ fn monitor_after_owner_capacity_error_leaves_state_unchanged() {
         subagent("finish", "s"),
     ]);
     let mut buf = vec![0u8; 4096];
-    let mut p = Pipeline::<'_, 4, 1, 256>::sized(&mut buf, Config::new().policy(Policy::Monitor));
+    let mut p = Pipeline::<'_, 4, 1, 256>::sized(&mut buf, Config::new()).policy(Policy::Monitor);
     let mut log = Recorder::new();
     p.push(&stream, &mut log).unwrap();
     let s = p.finish(&mut log).unwrap();

@@ -55,8 +55,8 @@ fn monitor_policy_reports_and_keeps_verifying() {
     let stream = faulty_stream();
     for dialect in [Dialect::V1, Dialect::V0] {
         let mut buf = vec![0u8; 4096];
-        let config = Config::new().dialect(dialect).policy(Policy::Monitor);
-        let mut p = Pipeline::new(&mut buf, config);
+        let config = Config::new().dialect(dialect);
+        let mut p = Pipeline::new(&mut buf, config).policy(Policy::Monitor);
         let mut sink = Recorder::new();
         p.push(&stream, &mut sink).unwrap();
         let summary = p.finish(&mut sink).unwrap();

@@ -85,7 +85,7 @@ fn work_does_not_depend_on_the_split() {
     };
     let spill_work = |buffer: usize, push: usize| {
         let mut buf = vec![0u8; buffer];
-        let mut p = Pipeline::new(&mut buf, Config::new().policy(agui_stream::Policy::Monitor));
+        let mut p = Pipeline::new(&mut buf, Config::new()).policy(agui_stream::Policy::Monitor);
         let mut sink = |_: &Event<'_>, _: &FrameInfo| {};
         take_work();
         for piece in big.chunks(push) {

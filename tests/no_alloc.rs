@@ -94,10 +94,10 @@ fn whole_streams_go_through_without_allocating() {
                 // Monitoring also checks tool-call arguments.
                 let config = Config::new()
                     .dialect(dialect)
-                    .policy(policy)
                     .minting(minting)
                     .check_tool_args(policy == Policy::Monitor);
-                let mut pipeline = Pipeline::new(&mut frame_buffer[..buffer], config);
+                let mut pipeline =
+                    Pipeline::new(&mut frame_buffer[..buffer], config).policy(policy);
                 // Pushes of 61 bytes: frames span pushes and go through the buffer.
                 let verdict = stream
                     .chunks(61)

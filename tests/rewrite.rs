@@ -873,8 +873,8 @@ fn a_streamed_block_is_cut_as_soon_as_its_json_is_bad() {
         for pushes in splits {
             // What the frame's end reports, through the same buffer.
             let mut buffer = [0u8; 512];
-            let config = Config::new().policy(agui_stream::Policy::Monitor);
-            let mut pipeline = Pipeline::new(&mut buffer, config);
+            let mut pipeline =
+                Pipeline::new(&mut buffer, Config::new()).policy(agui_stream::Policy::Monitor);
             let mut sink = Recorder::new();
             for p in &pushes {
                 pipeline.push(p, &mut sink).unwrap();

@@ -19,9 +19,9 @@ type Run = (Vec<Heard>, Result<Summary, Error>);
 
 /// Pushes `stream` in `piece`-byte pieces; a pushing-back sink has each
 /// piece pushed again from where the pipeline stopped, until it is read.
-fn run(stream: &[u8], config: Config, piece: usize, push_back: bool) -> Run {
+fn run(stream: &[u8], (config, policy): (Config, Policy), piece: usize, push_back: bool) -> Run {
     let mut buf = vec![0u8; 1 << 16];
-    let mut p = Pipeline::new(&mut buf, config);
+    let mut p = Pipeline::new(&mut buf, config).policy(policy);
     let mut sink = Recorder {
         push_back,
         ..Recorder::new()
@@ -84,11 +84,10 @@ fn pushing_back_after_every_frame_changes_nothing() {
             for policy in [Policy::Stop, Policy::Monitor] {
                 let config = Config::new()
                     .dialect(dialect)
-                    .policy(policy)
                     .minting(Minting::Deterministic);
                 for piece in [stream.len().max(1), 7] {
-                    let want = run(&stream, config, piece, false);
-                    let got = run(&stream, config, piece, true);
+                    let want = run(&stream, (config, policy), piece, false);
+                    let got = run(&stream, (config, policy), piece, true);
                     // Not assert_eq: a mismatch would print megabytes.
                     assert!(
                         got == want,
@@ -112,8 +111,8 @@ fn every_byte_is_accounted_for() {
     let (mut no_data, mut ignored, mut absorbed) = (0, 0, 0);
     for (name, stream) in streams() {
         for dialect in [Dialect::V1, Dialect::V0] {
-            let config = Config::new().dialect(dialect).policy(Policy::Monitor);
-            let (heard, _) = run(&stream, config, 64, false);
+            let config = Config::new().dialect(dialect);
+            let (heard, _) = run(&stream, (config, Policy::Monitor), 64, false);
             let mut covered = vec![false; stream.len()];
             let mut last_end = 0;
             let mut ranges: Vec<_> = heard.iter().map(Heard::range).collect();
@@ -154,7 +153,7 @@ fn every_byte_is_accounted_for() {
 #[test]
 fn keep_alives_and_ignored_frames_are_heard() {
     let stream = b": ping\n\ndata: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\nid: 7\n\ndata: {\"type\":\"VENDOR_THING\"}\n\n";
-    let (heard, result) = run(stream, Config::new(), 5, false);
+    let (heard, result) = run(stream, (Config::new(), Policy::Stop), 5, false);
     assert!(result.is_ok());
     let kinds: Vec<_> = heard
         .iter()
@@ -170,6 +169,11 @@ fn keep_alives_and_ignored_frames_are_heard() {
         ["no data 0..8", "event", "no data 65..72", "ignored frame 1"]
     );
     // V0 rejects the unknown type instead.
-    let (_, result) = run(stream, Config::new().dialect(Dialect::V0), 5, false);
+    let (_, result) = run(
+        stream,
+        (Config::new().dialect(Dialect::V0), Policy::Stop),
+        5,
+        false,
+    );
     assert!(result.is_err());
 }

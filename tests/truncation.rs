@@ -506,8 +506,7 @@ fn a_block_cut_at_a_line_end_is_not_read_as_an_event() {
         assert_eq!(&out[line_end..line_end + CUT_LINE.len()], CUT_LINE);
         // A client reads no event of the cut block, and then the end.
         let mut buffer = vec![0u8; 1 << 16];
-        let monitor = config().policy(agui_stream::Policy::Monitor);
-        let mut client = Pipeline::new(&mut buffer, monitor);
+        let mut client = Pipeline::new(&mut buffer, config()).policy(agui_stream::Policy::Monitor);
         let mut types = Vec::new();
         let mut sink = |ev: &Event<'_>, _: &FrameInfo| types.push(ev.event_type().to_string());
         client.push(&out, &mut sink).unwrap();

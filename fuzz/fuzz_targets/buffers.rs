@@ -96,9 +96,9 @@ impl Sink for Record {
 /// The events and violations, the end, and the end's message.
 type Outcome = (Vec<Seen>, Result<Summary, Error>, Option<String>);
 
-fn run(config: Config, chunks: &[&[u8]], buffer: usize) -> Outcome {
+fn run((config, policy): (Config, Policy), chunks: &[&[u8]], buffer: usize) -> Outcome {
     let mut buffer = vec![0u8; buffer];
-    let mut pipeline = Pipeline::new(&mut buffer, config);
+    let mut pipeline = Pipeline::new(&mut buffer, config).policy(policy);
     let mut sink = Record::default();
     let mut result = Ok(());
     for chunk in chunks {
@@ -510,9 +510,8 @@ fuzz_target!(|data: &[u8]| {
         for policy in [Policy::Stop, Policy::Monitor] {
             let config = Config::new()
                 .dialect(dialect)
-                .policy(policy)
                 .minting(Minting::Deterministic);
-            let whole = run(config, &[stream], LARGE);
+            let whole = run((config, policy), &[stream], LARGE);
             if (dialect, policy) == (Dialect::V1, Policy::Stop)
                 && whole.1.is_ok()
                 && whole.0.iter().all(|s| matches!(s, Seen::Event(..)))
@@ -520,7 +519,7 @@ fuzz_target!(|data: &[u8]| {
                 count(&STATS.accepted);
             }
             for buffer in SMALL {
-                let small = run(config, &chunks, buffer);
+                let small = run((config, policy), &chunks, buffer);
                 if (dialect, policy, buffer) == (Dialect::V1, Policy::Stop, SMALL[0]) {
                     let spilled = |f: fn(&FrameInfo) -> bool| {
                         small

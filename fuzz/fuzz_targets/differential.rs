@@ -28,7 +28,7 @@ fn documented(serde_error: &str) -> bool {
 
 /// A string as our decoder reads it; `Value` parsed it, so no lone surrogates.
 fn text(s: agui_stream::JsonStr<'_>) -> String {
-    s.chars()
+    s.code_points()
         .map(|c| char::from_u32(c).expect("a scalar value"))
         .collect()
 }

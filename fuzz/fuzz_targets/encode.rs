@@ -95,9 +95,9 @@ fuzz_target!(|payload: &[u8]| {
         if let Ok(Some(event)) = decode(payload, dialect, Limits::new()) {
             check(&event);
         }
-        let config = Config::new().dialect(dialect).policy(Policy::Monitor);
+        let config = Config::new().dialect(dialect);
         let mut buffer = [0u8; 0]; // one push: nothing spans pushes
-        let mut pipeline = Pipeline::new(&mut buffer, config);
+        let mut pipeline = Pipeline::new(&mut buffer, config).policy(Policy::Monitor);
         let _ = pipeline.push(&stream, &mut sink);
         let _ = pipeline.finish(&mut sink);
     }

@@ -60,13 +60,17 @@ impl Sink for Record {
 type Outcome = (Vec<Seen>, Result<Summary, Error>, Option<String>);
 
 /// Pushes `chunks` in order, stopping at the first error, then finishes.
-fn run<'c>(config: Config, chunks: impl Iterator<Item = &'c [u8]>) -> Outcome {
-    run_with(config, chunks, BUFFER)
+fn run<'c>(setup: (Config, Policy), chunks: impl Iterator<Item = &'c [u8]>) -> Outcome {
+    run_with(setup, chunks, BUFFER)
 }
 
-fn run_with<'c>(config: Config, chunks: impl Iterator<Item = &'c [u8]>, buffer: usize) -> Outcome {
+fn run_with<'c>(
+    (config, policy): (Config, Policy),
+    chunks: impl Iterator<Item = &'c [u8]>,
+    buffer: usize,
+) -> Outcome {
     let mut buffer = vec![0u8; buffer];
-    let mut pipeline = Pipeline::new(&mut buffer, config);
+    let mut pipeline = Pipeline::new(&mut buffer, config).policy(policy);
     let mut sink = Record::default();
     let mut result = Ok(());
     for chunk in chunks {
@@ -122,14 +126,13 @@ fuzz_target!(|data: &[u8]| {
         for policy in [Policy::Stop, Policy::Monitor] {
             let config = Config::new()
                 .dialect(dialect)
-                .policy(policy)
                 .minting(minting)
                 .strict_end(flags & 2 != 0);
-            let whole = run(config, core::iter::once(stream));
-            let pieces = run(config, chunks.iter().copied());
+            let whole = run((config, policy), core::iter::once(stream));
+            let pieces = run((config, policy), chunks.iter().copied());
             assert_eq!(whole, pieces, "{config:?}, pushes of {sizes:?} bytes");
             for buffer in [SMALL, MEDIUM] {
-                let small = run_with(config, chunks.iter().copied(), buffer);
+                let small = run_with((config, policy), chunks.iter().copied(), buffer);
                 same_unless_a_frame_did_not_fit(&whole, &small, buffer);
             }
         }

@@ -73,7 +73,7 @@ fn hits_a_capacity(config: Config, stream: &[u8]) -> bool {
         }
     }
     let mut buffer = vec![0u8; BUFFER];
-    let mut pipeline = Pipeline::new(&mut buffer, config.policy(Policy::Monitor));
+    let mut pipeline = Pipeline::new(&mut buffer, config).policy(Policy::Monitor);
     let mut sink = Capacities(false);
     let ended = pipeline
         .push(stream, &mut sink)

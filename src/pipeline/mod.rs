@@ -61,8 +61,6 @@ pub struct Config {
     pub dialect: Dialect,
     /// JSON limits (default: nesting up to 1024).
     pub limits: Limits,
-    /// Stop or monitor (default stop).
-    pub policy: Policy,
     /// How V1 mints ids for translated `THINKING_*` events.
     pub minting: Minting,
     /// Make an incomplete end of stream an error (see [`Summary::is_complete`]).
@@ -74,12 +72,11 @@ pub struct Config {
 }
 
 impl Config {
-    /// V1, default limits, stop at the first violation.
+    /// V1, default limits, ids minted per run.
     pub const fn new() -> Self {
         Config {
             dialect: Dialect::V1,
             limits: Limits::new(),
-            policy: Policy::Stop,
             minting: Minting::PerRun,
             strict_end: false,
             check_tool_args: false,
@@ -95,12 +92,6 @@ impl Config {
     /// The same configuration with other JSON limits.
     pub const fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
-        self
-    }
-
-    /// The same configuration with another policy.
-    pub const fn policy(mut self, policy: Policy) -> Self {
-        self.policy = policy;
         self
     }
 
@@ -198,7 +189,7 @@ pub struct FrameInfo {
 /// let stream = b"data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n\
 ///                data: {\"type\":\"TEXT_MESSAGE_END\",\"messageId\":\"m\"}\n\n";
 /// let mut buf = [0u8; 256];
-/// let mut pipeline = Pipeline::new(&mut buf, Config::new().policy(Policy::Monitor));
+/// let mut pipeline = Pipeline::new(&mut buf, Config::new()).policy(Policy::Monitor);
 /// let mut counts = Counts::default();
 /// pipeline.push(stream, &mut counts).unwrap();
 /// assert_eq!(counts.events, 1);
@@ -448,6 +439,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             ),
             stages: Stages {
                 config,
+                policy: Policy::Stop,
                 translator: Translator::new(config.minting),
                 normalizer: Normalizer::new(config.dialect),
                 verifier: Verifier::new(config.dialect).check_tool_args(config.check_tool_args),
@@ -456,6 +448,14 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             },
             failed: None,
         }
+    }
+
+    /// The same pipeline with another policy (a new pipeline stops at the
+    /// first violation).
+    #[must_use]
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.stages.policy = policy;
+        self
     }
 
     /// The configuration in force.
@@ -574,7 +574,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         if let Some(m) = message {
             *self.framer.spill_sink_mut() = JsonState::Message(m, config.dialect);
         }
-        let policy = self.stages.config.policy;
+        let policy = self.stages.policy;
         let violations = &mut self.stages.violations;
         let info = FrameInfo {
             index,
@@ -625,7 +625,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             plain: false,
             cut_in_json: false,
         };
-        let (policy, violations) = (self.stages.config.policy, &mut self.stages.violations);
+        let (policy, violations) = (self.stages.policy, &mut self.stages.violations);
         Some(match message {
             Some(m) => settle(policy, violations, sink, e, &info, &m),
             None => settle(policy, violations, sink, e, &info, &e.kind),
@@ -737,6 +737,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> fmt::Display
 #[derive(Debug)]
 struct Stages<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> {
     config: Config,
+    policy: Policy,
     translator: Translator,
     normalizer: Normalizer<LANES, LANE_BYTES>,
     verifier: Verifier<OPEN, OWNERS, ID_BYTES>,
@@ -758,7 +759,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
         json: &mut Option<V8Message>,
         plain: bool,
     ) -> Result<ControlFlow<()>, Error> {
-        let policy = self.config.policy;
+        let policy = self.policy;
         let mut info = FrameInfo {
             index: frame.index,
             start: frame.start,
@@ -1080,7 +1081,7 @@ mod tests {
                 .unwrap_err();
             let stopped = stop.message(&e).to_string();
             let mut buf = [0u8; 256];
-            let mut monitor = Pipeline::new(&mut buf, Config::new().policy(Policy::Monitor));
+            let mut monitor = Pipeline::new(&mut buf, Config::new()).policy(Policy::Monitor);
             let mut heard = Heard(Vec::new());
             monitor.push(stream.as_bytes(), &mut heard).unwrap();
             assert_eq!(heard.0, [(e, stopped)], "{case}");

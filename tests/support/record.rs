@@ -9,7 +9,7 @@ use std::fmt;
 use std::ops::ControlFlow;
 
 use agui_stream::{
-    Config, Error, Event, EventType, FrameInfo, Pipeline, Sink, Skipped, Summary, encode,
+    Config, Error, Event, EventType, FrameInfo, Pipeline, Policy, Sink, Skipped, Summary, encode,
 };
 
 /// What a sink heard.
@@ -181,8 +181,20 @@ pub fn run_sized<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>(
     buffer: usize,
     chunk: usize,
 ) -> Outcome {
+    run_sized_with::<OPEN, OWNERS, ID_BYTES>(stream, config, Policy::Stop, buffer, chunk)
+}
+
+/// [`run_sized`] under another policy.
+pub fn run_sized_with<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>(
+    stream: &[u8],
+    config: Config,
+    policy: Policy,
+    buffer: usize,
+    chunk: usize,
+) -> Outcome {
     let mut buf = vec![0u8; buffer];
-    let mut pipeline = Pipeline::<'_, OPEN, OWNERS, ID_BYTES>::sized(&mut buf, config);
+    let mut pipeline =
+        Pipeline::<'_, OPEN, OWNERS, ID_BYTES>::sized(&mut buf, config).policy(policy);
     let mut sink = Recorder::new();
     let mut result = Ok(());
     let pieces: Vec<&[u8]> = match chunk {

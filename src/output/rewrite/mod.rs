@@ -114,8 +114,7 @@ impl<'b> Rewriter<'b> {
     /// A rewriter with the default capacities. `frame_buffer` is the
     /// pipeline's (see [`Pipeline::new`]); `raw_buffer` holds the original
     /// bytes of a block that spans pushes, so it bounds the blocks that can.
-    /// The pipeline's policy is the rewriter's to set: `config.policy` is
-    /// ignored.
+    /// What to do on a violation is [`Options::on_violation`].
     pub fn new(
         frame_buffer: &'b mut [u8],
         raw_buffer: &'b mut [u8],
@@ -140,7 +139,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         // The policies are the rewriter's: the pipeline reports every
         // violation, and the stop policy stops it.
         Rewriter {
-            pipeline: Pipeline::sized(frame_buffer, config.policy(Policy::Monitor)),
+            pipeline: Pipeline::sized(frame_buffer, config).policy(Policy::Monitor),
             spool: Spool::new(raw_buffer),
             lines: Lines::new(),
             scan: BlockEnd::new(),
