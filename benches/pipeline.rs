@@ -1,6 +1,6 @@
 //! Throughput of the pipeline and of baselines, in one benchmark group per
 //! stream so criterion prints them side by side. Run `cargo bench --bench
-//! pipeline`; the README's Performance section quotes one run.
+//! pipeline`; docs/performance.md quotes one run.
 //!
 //! Streams (generated into `target/bench-streams/` by
 //! `scripts/gen_stream.py` on first use, never committed):

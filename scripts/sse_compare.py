@@ -6,7 +6,7 @@ pushes (Python 3 stdlib only).
     sse_compare.py [--stop] GOT WANT SOURCE
 
 Exit 0 and prints `exact` if GOT and WANT are the same bytes. Otherwise the
-only difference pushes may make (see README, "The gateway rewriter"): a block
+only difference pushes may make (see docs/gateway.md): a block
 larger than the raw buffer goes out piece by piece ahead of its verdict, and
 one found bad at its end (or one the input ends inside of, inside its JSON)
 is cut with the mark `\\ndata: \\x01\\n\\n` (its LF may be the line end the
@@ -24,7 +24,7 @@ print `cut` if:
     with --stop (the stop policy), the unmarked one has the same bytes as
     the marked one after its mark, else (drop, pass) it ends a block.
 
-A fixed capacity is the other thing pushes decide (README: a verdict that
+A fixed capacity is the other thing pushes decide (docs/capacities.md: a verdict that
 needs what did not fit is a capacity error, never a wrong verdict): a frame
 that arrives within one push is read in place, one that spans pushes must
 fit the frame buffer. So also exit 0 and print `capacity` if one output

@@ -112,8 +112,8 @@ fn run((config, policy): (Config, Policy), chunks: &[&[u8]], buffer: usize) -> O
     (sink.0, result, message)
 }
 
-/// Whether a small run may stop at `finding`, a limit README lists
-/// ("Capacities and memory"): `depth64`, a small run stops at
+/// Whether a small run may stop at `finding`, a limit docs/capacities.md
+/// lists: `depth64`, a small run stops at
 /// `Capacity::JsonDepth { limit: 64 }` (the buffer's last bytes hold a
 /// history's records); `framebuffer`, at `Capacity::FrameBuffer` (a value
 /// a rule reads, or a member read before what decides its shape, did not
@@ -302,8 +302,8 @@ fn last_run_error(out: &[u8]) -> Option<(String, String)> {
 /// let go (`Capacity::Owners`), or the documented limit of a rewriter
 /// whose buffers an event that must be re-encoded (a chunk's expansion,
 /// V1's translation of `THINKING_*`) outgrew: its bytes are gone
-/// (README, "The gateway rewriter": "an event larger than the raw/frame
-/// buffer cannot be re-encoded").
+/// (docs/gateway.md: "an event larger than the frame buffer cannot be
+/// re-encoded").
 fn allowed_gateway_stop(end: &Option<(String, String)>) -> Option<Stop> {
     let (code, message) = end.as_ref()?;
     if code != "AGUI_STREAM_CAPACITY" {

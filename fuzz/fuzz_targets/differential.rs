@@ -1,8 +1,8 @@
 //! JSON against serde_json. Syntax: `json::validate` accepts exactly what
 //! serde_json's skipping parser (`IgnoredAny`) accepts; a full `Value` parse
-//! rejects a few more texts, for documented reasons (README.md,
-//! "serde_json"). Values: where `Value` parses, our cursors read the same
-//! tree — strings (`chars`, `eq_str`, `unescape_into`), numbers (`as_f64`),
+//! rejects a few more texts, for the reasons `encode.rs` gives (lone
+//! surrogate escapes, numbers beyond f64). Values: where `Value` parses, our cursors read the same
+//! tree — strings (`code_points`, `eq_str`, `unescape_into`), numbers (`as_f64`),
 //! members (last duplicate wins), elements.
 #![no_main]
 

@@ -26,9 +26,9 @@ fn check(event: &Event<'_>) {
     if let Err(e) = serde_json::from_str::<IgnoredAny>(text) {
         panic!("encoding is not JSON ({e}): {text}");
     }
-    // Structure: a full parse, except what serde_json's `Value` cannot hold
-    // (README.md, "serde_json"): lone surrogate escapes, which JSON.stringify
-    // writes too, and numbers beyond f64, which the encoder copies as written.
+    // Structure: a full parse, except what serde_json's `Value` cannot hold:
+    // lone surrogate escapes, which JSON.stringify writes too, and numbers
+    // beyond f64, which the encoder copies as written.
     let mut de = serde_json::Deserializer::from_str(text);
     de.disable_recursion_limit();
     match serde::Deserialize::deserialize(&mut de) {

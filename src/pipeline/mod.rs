@@ -934,7 +934,7 @@ mod tests {
         assert_eq!((p.offset(), p.frames()), (stream.len() as u64, 2));
     }
 
-    /// What the default id storage holds, as README says.
+    /// What the default id storage holds, as docs/capacities.md says.
     #[test]
     fn default_id_storage_holds_32_uuids_or_18_long_ids() {
         for (len, fits) in [(36, 32), (64, 18)] {

@@ -2,7 +2,7 @@
 //! the library pipeline the way the `agui check` tool does, and a reader for
 //! the oracle's stored answers (`NAME.expected`, `NAME.expected-0.0.59`).
 //! Beside it: [`canon`] (the oracle's canonical JSON, which the `agui`
-//! example includes too), [`record`] (the one recording `Sink` and the
+//! tool includes too), [`record`] (the one recording `Sink` and the
 //! runs built on it), [`hostile`] (the hostile streams, named, for other
 //! hosts) and [`stand_ins`] (spilled events compared with whole ones, which
 //! the fuzz targets include too).

@@ -343,7 +343,7 @@ mod tests {
     }
 
     /// The share of fresh ids the filter takes for forgotten ones, after
-    /// `n` were forgotten (the README quotes these).
+    /// `n` were forgotten (docs/capacities.md quotes these).
     #[test]
     #[cfg_attr(miri, ignore = "tens of thousands of lookups")]
     fn the_filter_mistakes_few_fresh_ids_for_forgotten_ones() {

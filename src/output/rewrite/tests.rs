@@ -7,7 +7,8 @@ use super::*;
 use crate::pipeline::error::Stage;
 use crate::protocol::event_type::EventType;
 
-/// The state of a stream beside its buffers, as README says.
+/// The state of a stream beside its buffers, as docs/gateway.md and
+/// docs/capacities.md say.
 #[test]
 fn state_is_fixed() {
     let size = core::mem::size_of::<Rewriter<'static>>();
@@ -39,7 +40,7 @@ fn stats_serialize_with_names() {
     );
 }
 
-/// The bound README quotes.
+/// The bound docs/gateway.md quotes.
 #[test]
 fn the_bound_is_three_times_the_block_and_a_constant() {
     let (mut frames, mut raw) = ([0u8; 64], [0u8; 64]);
