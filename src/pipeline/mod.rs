@@ -432,6 +432,12 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
     /// A pipeline with the capacities of its type parameters:
     /// `Pipeline::<'_, 8, 16, 512>::sized(buf, config)`.
     pub fn sized(frame_buffer: &'b mut [u8], config: Config) -> Self {
+        Self::sized_with(frame_buffer, config, Policy::Stop)
+    }
+
+    /// [`sized`](Self::sized) with `policy`, built in place (the
+    /// [`policy`](Self::policy) builder moves the whole pipeline).
+    pub(crate) fn sized_with(frame_buffer: &'b mut [u8], config: Config, policy: Policy) -> Self {
         Pipeline {
             framer: Framer::with_spill(
                 frame_buffer,
@@ -439,7 +445,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             ),
             stages: Stages {
                 config,
-                policy: Policy::Stop,
+                policy,
                 translator: Translator::new(config.minting),
                 normalizer: Normalizer::new(config.dialect),
                 verifier: Verifier::new(config.dialect).check_tool_args(config.check_tool_args),
@@ -453,6 +459,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
     /// The same pipeline with another policy (a new pipeline stops at the
     /// first violation).
     #[must_use]
+    #[inline]
     pub fn policy(mut self, policy: Policy) -> Self {
         self.stages.policy = policy;
         self

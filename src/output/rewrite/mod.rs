@@ -139,7 +139,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         // The policies are the rewriter's: the pipeline reports every
         // violation, and the stop policy stops it.
         Rewriter {
-            pipeline: Pipeline::sized(frame_buffer, config).policy(Policy::Monitor),
+            pipeline: Pipeline::sized_with(frame_buffer, config, Policy::Monitor),
             spool: Spool::new(raw_buffer),
             lines: Lines::new(),
             scan: BlockEnd::new(),
