@@ -44,11 +44,11 @@ use agui_stream::rewrite::{self, OnViolation, RewriteError, Rewriter, Stats};
 use agui_stream::{Config, Dialect, UnknownName};
 use serde::Deserialize;
 
-/// Denied tool names one rewriter holds, and their bytes together (the
-/// library's limits, `Rewriter::deny_tool`).
-pub const DENIED_NAMES: usize = 16;
+/// Denied tool names one rewriter holds, and their bytes together: the
+/// library's limits (`Rewriter::deny_tool`).
+pub const DENIED_NAMES: usize = rewrite::DENIED_TOOLS;
 /// See [`DENIED_NAMES`].
-pub const DENIED_NAME_BYTES: usize = 256;
+pub const DENIED_NAME_BYTES: usize = rewrite::DENIED_TOOL_BYTES;
 /// The smallest and largest `buffer` (bytes of the frame buffer and of the
 /// raw buffer each, per stream).
 pub const MIN_BUFFER: usize = 64;
