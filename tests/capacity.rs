@@ -12,7 +12,7 @@
 mod support;
 
 use support::record::{Outcome, Recorder, run_sized};
-use support::{RUN_FINISHED, RUN_STARTED, end, sse, start};
+use support::{end, run_of, sse, start, tagged};
 
 use agui_stream::{
     Capacity, Config, ErrorKind, EventType, Pipeline, Policy, Stage,
@@ -23,19 +23,6 @@ type Small<'b> = Pipeline<'b, 4, 6, 128>;
 
 fn run_small(stream: &[u8]) -> Outcome {
     run_sized::<4, 6, 128>(stream, Config::new(), 1 << 16, 0)
-}
-
-fn with_run(middle: Vec<String>) -> Vec<u8> {
-    let mut evs = vec![RUN_STARTED.to_owned()];
-    evs.extend(middle);
-    evs.push(RUN_FINISHED.to_owned());
-    sse(&evs)
-}
-
-/// `event` attributed to subagent `tag`.
-fn tagged(event: &str, tag: &str) -> String {
-    let body = event.strip_suffix('}').expect("an object");
-    format!(r#"{body},"subagentRunId":"{tag}"}}"#)
 }
 
 fn content(id: &str) -> String {
@@ -60,7 +47,7 @@ fn open_ids_at_and_over_capacity() {
     let open = |n: usize| {
         let mut evs: Vec<String> = (0..n).map(|i| start(&format!("m{i}"))).collect();
         evs.extend((0..n).map(|i| end(&format!("m{i}"))));
-        with_run(evs)
+        run_of(evs)
     };
     assert_eq!(run_small(&open(4)).ok().events, 10);
     let e = run_small(&open(5)).err();
@@ -85,7 +72,7 @@ fn owner_records_are_forgotten_not_refused() {
                 r#"{{"type":"TOOL_CALL_RESULT","messageId":"r{i}","toolCallId":"c{i}","content":"ok"}}"#
             ));
         }
-        with_run(evs)
+        run_of(evs)
     };
     let s = run_small(&calls(2000)).ok();
     assert!(s.is_complete());
@@ -98,16 +85,11 @@ fn owner_records_are_forgotten_not_refused() {
         r#"{{"type":"MESSAGES_SNAPSHOT","messages":[{}]}}"#,
         messages.join(",")
     );
-    let s = run_small(&with_run(vec![
-        snapshot.clone(),
-        snapshot.clone(),
-        snapshot,
-    ]))
-    .ok();
+    let s = run_small(&run_of(vec![snapshot.clone(), snapshot.clone(), snapshot])).ok();
     assert_eq!(s.events, 5);
     // A new run forgets what the last one forgot.
     let mut two_runs = calls(100);
-    two_runs.extend(with_run(vec![
+    two_runs.extend(run_of(vec![
         subagent("start", "s"),
         tagged(&start("m0"), "s"),
         tagged(&end("m0"), "s"),
@@ -138,20 +120,20 @@ fn a_forgotten_owner_is_a_capacity_error_only_where_a_rule_needs_it() {
     evs.extend(messages(Some("s"), 0, 20));
     evs.extend(messages(Some("s"), 0, 1));
     evs.push(subagent("finish", "s"));
-    assert!(run_small(&with_run(evs)).ok().is_complete());
+    assert!(run_small(&run_of(evs)).ok().is_complete());
     // The parent's forgotten records: a fresh id attributed to s is known
     // to be fresh (the filter of forgotten ids says so) ...
     let mut evs = messages(None, 0, 20);
     evs.push(subagent("start", "s"));
     evs.extend(messages(Some("s"), 100, 1));
     evs.push(subagent("finish", "s"));
-    assert!(run_small(&with_run(evs)).ok().is_complete());
+    assert!(run_small(&run_of(evs)).ok().is_complete());
     // ... but m0 attributed to s may be the parent's (a violation in the
     // reference): the verdict needs the forgotten record.
     let mut evs = messages(None, 0, 20);
     evs.push(subagent("start", "s"));
     evs.extend(messages(Some("s"), 0, 1));
-    let e = run_small(&with_run(evs)).err();
+    let e = run_small(&run_of(evs)).err();
     assert_eq!(e.kind, ErrorKind::Capacity(Capacity::Owners));
     assert_eq!((e.stage, e.frame), (Stage::Verify, 1 + 60 + 1));
     // After a long history of the parent's, a subagent's fresh ids may
@@ -162,7 +144,7 @@ fn a_forgotten_owner_is_a_capacity_error_only_where_a_rule_needs_it() {
     evs.push(subagent("start", "s"));
     evs.extend(messages(Some("s"), 1000, 20));
     evs.push(subagent("finish", "s"));
-    let stream = with_run(evs);
+    let stream = run_of(evs);
     match run_small(&stream).result {
         Ok(s) => assert!(s.is_complete()),
         Err(e) => assert_eq!(e.kind, ErrorKind::Capacity(Capacity::Owners)),
@@ -175,7 +157,7 @@ fn a_forgotten_owner_is_a_capacity_error_only_where_a_rule_needs_it() {
         start("m"),
         tagged(&content("m"), "s"),
     ];
-    let e = run_small(&with_run(evs)).err();
+    let e = run_small(&run_of(evs)).err();
     assert_eq!(
         e.kind,
         ErrorKind::Verify {
@@ -192,7 +174,7 @@ fn id_bytes_at_and_over_capacity() {
     let open = |ids: &[String]| {
         let mut evs: Vec<String> = ids.iter().map(|i| start(i)).collect();
         evs.extend(ids.iter().map(|i| end(i)));
-        with_run(evs)
+        run_of(evs)
     };
     assert!(run_small(&open(&[id(128)])).ok().is_complete());
     assert!(
@@ -214,7 +196,7 @@ fn id_bytes_at_and_over_capacity() {
     assert!(run_small(&open(&[escaped])).ok().is_complete());
     // Steps and tool calls hold their ids the same way.
     let step = |n: &str| {
-        with_run(vec![
+        run_of(vec![
             format!(r#"{{"type":"STEP_STARTED","stepName":"{n}"}}"#),
             format!(r#"{{"type":"STEP_FINISHED","stepName":"{n}"}}"#),
         ])
@@ -227,7 +209,7 @@ fn id_bytes_at_and_over_capacity() {
     // A chunk lane holds its id as JSON, quotes included, in the lanes'
     // 224 bytes (docs/capacities.md).
     let chunk = |n: usize| {
-        with_run(vec![format!(
+        run_of(vec![format!(
             r#"{{"type":"TEXT_MESSAGE_CHUNK","messageId":"{}","delta":"x"}}"#,
             id(n)
         )])
@@ -257,7 +239,7 @@ fn id_bytes_at_and_over_capacity() {
         ));
     }
     evs.push(subagent("finish", &uuid(0)));
-    let out = run_sized::<4, 6, 1024>(&with_run(evs), Config::new(), 1 << 16, 0);
+    let out = run_sized::<4, 6, 1024>(&run_of(evs), Config::new(), 1 << 16, 0);
     assert!(out.ok().is_complete());
 }
 
@@ -280,7 +262,7 @@ fn chunk_lanes_at_and_over_capacity() {
         for s in 1..=subagents {
             evs.push(subagent("finish", &format!("s{s}")));
         }
-        with_run(evs)
+        run_of(evs)
     };
     let out = run_sized::<32, 32, 2048>(&lanes(7), Config::new(), 1 << 16, 0);
     let s = out.ok();
@@ -302,7 +284,7 @@ fn subagents_at_and_over_capacity() {
             .map(|s| subagent("start", &format!("s{s}")))
             .collect();
         evs.extend((0..n).map(|s| subagent("finish", &format!("s{s}"))));
-        with_run(evs)
+        run_of(evs)
     };
     assert_eq!(run_small(&active(4)).ok().events, 10);
     let e = run_small(&active(5)).err();
@@ -313,14 +295,14 @@ fn subagents_at_and_over_capacity() {
     // Distinct subagents an event is attributed to are interned in a table
     // of OPEN entries: four names fit, a fifth does not.
     let named = |n: usize| {
-        with_run(
+        run_of(
             (0..n)
                 .map(|s| {
                     format!(
                         r#"{{"type":"ACTIVITY_SNAPSHOT","messageId":"a","activityType":"x","content":{{}},"subagentRunId":"s{s}"}}"#
                     )
                 })
-                .collect(),
+                .collect::<Vec<_>>(),
         )
     };
     assert_eq!(run_small(&named(4)).ok().events, 6);
@@ -340,7 +322,7 @@ fn user_snapshot(legacy: usize, text: usize) -> Vec<u8> {
         r#"{{"type":"MESSAGES_SNAPSHOT","messages":[{{"id":"u","role":"user","content":[{}]}}]}}"#,
         parts.join(",")
     );
-    with_run(vec![snapshot])
+    run_of(vec![snapshot])
 }
 
 #[test]
@@ -397,7 +379,7 @@ fn legacy_binary_parts_at_and_over_the_budget() {
 fn monitor_after_owner_capacity_error_leaves_state_unchanged() {
     // One owner record: m1's pushes out m0's (owned by s), and m0 reopened
     // by the parent keeps its forgotten owner, s or the parent.
-    let stream = with_run(vec![
+    let stream = run_of(vec![
         subagent("start", "s"),
         tagged(&start("m0"), "s"),
         tagged(&end("m0"), "s"),

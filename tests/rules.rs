@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use support::record::{Outcome, run_sized};
-use support::{RUN_FINISHED, RUN_STARTED, end, sse, start};
+use support::{end, run_of, start, tagged};
 
 use agui_stream::normalize::{ChunkError, LaneKind};
 use agui_stream::verify::{Entity, Rule};
@@ -146,20 +146,6 @@ fn rule(event: EventType, rule: Rule) -> ErrorKind {
     ErrorKind::Verify { event, rule }
 }
 
-/// RUN_STARTED, `middle`, RUN_FINISHED.
-fn in_run(middle: impl IntoIterator<Item = String>) -> Vec<u8> {
-    let mut events = vec![RUN_STARTED.to_owned()];
-    events.extend(middle);
-    events.push(RUN_FINISHED.to_owned());
-    sse(&events)
-}
-
-/// `event` attributed to subagent `tag`.
-fn tagged(event: &str, tag: &str) -> String {
-    let body = event.strip_suffix('}').expect("an object");
-    format!(r#"{body},"subagentRunId":"{tag}"}}"#)
-}
-
 fn subagent_started(tag: &str) -> String {
     format!(r#"{{"type":"SUBAGENT_STARTED","subagentRunId":"{tag}","name":"n"}}"#)
 }
@@ -244,7 +230,7 @@ fn cases() -> Vec<Case> {
 // ------------------------------------------------- the inline streams
 
 fn tool_args_not_one_json_value() -> Vec<u8> {
-    in_run([
+    run_of([
         tool_start("c"),
         r#"{"type":"TOOL_CALL_ARGS","toolCallId":"c","delta":"{\"a\":"}"#.to_owned(),
         r#"{"type":"TOOL_CALL_END","toolCallId":"c"}"#.to_owned(),
@@ -252,7 +238,7 @@ fn tool_args_not_one_json_value() -> Vec<u8> {
 }
 
 fn reasoning_chunk_names_another_subagents_lane() -> Vec<u8> {
-    in_run([
+    run_of([
         subagent_started("s1"),
         subagent_started("s2"),
         tagged(
@@ -279,18 +265,18 @@ fn nine_chunk_lanes() -> Vec<u8> {
         )
     }));
     evs.extend((1..=8).map(|s| subagent_finished(&format!("s{s}"))));
-    in_run(evs)
+    run_of(evs)
 }
 
 fn frame_larger_than_the_buffer() -> Vec<u8> {
-    in_run([format!(
+    run_of([format!(
         r#"{{"type":"TEXT_MESSAGE_START","messageId":"{}"}}"#,
         "x".repeat(5000)
     )])
 }
 
 fn json_1025_levels_deep() -> Vec<u8> {
-    in_run([format!(
+    run_of([format!(
         r#"{{"type":"STATE_SNAPSHOT","snapshot":{}{}}}"#,
         "[".repeat(1024),
         "]".repeat(1024)
@@ -300,7 +286,7 @@ fn json_1025_levels_deep() -> Vec<u8> {
 fn legacy_binary_parts_65() -> Vec<u8> {
     let part = r#"{"type":"binary","mimeType":"image/png","data":"x"}"#;
     let parts = vec![part; 65].join(",");
-    in_run([format!(
+    run_of([format!(
         r#"{{"type":"MESSAGES_SNAPSHOT","messages":[{{"id":"u","role":"user","content":[{parts}]}}]}}"#
     )])
 }
@@ -308,7 +294,7 @@ fn legacy_binary_parts_65() -> Vec<u8> {
 fn forgotten_owner_of_a_reopened_message() -> Vec<u8> {
     // m1's record pushes out m0's (owned by s); m0 reopened by the
     // parent, then attributed to s: the verdict needs m0's owner.
-    in_run([
+    run_of([
         subagent_started("s"),
         tagged(&start("m0"), "s"),
         tagged(&end("m0"), "s"),
@@ -323,7 +309,7 @@ fn forgotten_owner_of_a_reopened_message() -> Vec<u8> {
 }
 
 fn five_subagents_named() -> Vec<u8> {
-    in_run((0..5).map(|s| {
+    run_of((0..5).map(|s| {
         tagged(
             r#"{"type":"ACTIVITY_SNAPSHOT","messageId":"a","activityType":"x","content":{}}"#,
             &format!("s{s}"),
@@ -332,16 +318,16 @@ fn five_subagents_named() -> Vec<u8> {
 }
 
 fn five_open_messages() -> Vec<u8> {
-    in_run((0..5).map(|i| start(&format!("m{i}"))))
+    run_of((0..5).map(|i| start(&format!("m{i}"))))
 }
 
 /// One more than the eight calls the arguments check holds.
 fn nine_tool_calls_checked_at_once() -> Vec<u8> {
-    in_run((0..9).map(|i| tool_start(&format!("c{i}"))))
+    run_of((0..9).map(|i| tool_start(&format!("c{i}"))))
 }
 
 fn a_129_byte_message_id() -> Vec<u8> {
-    in_run([start(&"x".repeat(129))])
+    run_of([start(&"x".repeat(129))])
 }
 
 // ------------------------------------------------------- the source walk

@@ -9,7 +9,7 @@
 //! limit, strings and frames far past the buffers, invalid UTF-8, every
 //! byte value, truncations, every capacity overrun, framing noise.
 
-use super::{RUN_FINISHED, RUN_STARTED, end, sse, start};
+use super::{RUN_FINISHED, RUN_STARTED, end, run_of, start};
 
 /// One SSE frame holding `payload` on a single `data:` line.
 fn frame(payload: &[u8]) -> Vec<u8> {
@@ -40,14 +40,6 @@ fn with(prefix: &str, middle: &[u8], suffix: &str) -> Vec<u8> {
     out.extend_from_slice(middle);
     out.extend_from_slice(suffix.as_bytes());
     out
-}
-
-/// A run whose frames are `middle`.
-fn run_of(middle: impl IntoIterator<Item = String>) -> Vec<u8> {
-    let mut events = vec![RUN_STARTED.to_owned()];
-    events.extend(middle);
-    events.push(RUN_FINISHED.to_owned());
-    sse(&events)
 }
 
 /// A valid stream with comments, `event`/`id` fields, CRLF and CR line

@@ -62,6 +62,20 @@ pub fn sse<S: AsRef<str>>(events: &[S]) -> Vec<u8> {
         .collect()
 }
 
+/// RUN_STARTED, the events `middle`, RUN_FINISHED, as frames.
+pub fn run_of(middle: impl IntoIterator<Item = String>) -> Vec<u8> {
+    let mut events = vec![RUN_STARTED.to_owned()];
+    events.extend(middle);
+    events.push(RUN_FINISHED.to_owned());
+    sse(&events)
+}
+
+/// `event` (one JSON object) attributed to subagent `tag`.
+pub fn tagged(event: &str, tag: &str) -> String {
+    let body = event.strip_suffix('}').expect("an object");
+    format!(r#"{body},"subagentRunId":"{tag}"}}"#)
+}
+
 /// TEXT_MESSAGE_START of message `id`.
 pub fn start(id: &str) -> String {
     format!(r#"{{"type":"TEXT_MESSAGE_START","messageId":"{id}"}}"#)
