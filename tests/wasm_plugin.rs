@@ -8,8 +8,9 @@
 //! The module is built first with
 //! `$CARGO build --release --target wasm32-unknown-unknown` in its own
 //! package (its path taken from cargo's `compiler-artifact` message), or
-//! read from `AGUI_WASM_MODULE` (`.ci/run` points it at the `wasm-opt -Oz`
-//! output, the module as shipped).
+//! read from `AGUI_WASM_MODULE` (`.ci/run` runs it twice: on the speed
+//! build after `wasm-opt -O3`, with simd128, and on the size build after
+//! `wasm-opt -Oz`, the two modules shipped).
 
 mod support;
 use support as common;
