@@ -3,6 +3,7 @@
 use core::fmt;
 
 use crate::capacity::{Capacity, saturate};
+use crate::check::delta::decode_delta;
 use crate::check::schema::{self, Fault, SchemaError, SchemaProblem, Site, Verdict};
 use crate::input::json::{self, Error as JsonError, Limits};
 use crate::protocol::dialect::Dialect;
@@ -84,6 +85,9 @@ pub fn decode(
     dialect: Dialect,
     limits: Limits,
 ) -> Result<Option<Event<'_>>, DecodeError> {
+    if let Some(event) = decode_delta(payload, dialect, limits) {
+        return Ok(Some(event));
+    }
     // Validation reports each member of the root object as it passes it:
     // the last value of each known name is kept, and nothing is walked
     // twice.

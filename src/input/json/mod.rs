@@ -474,7 +474,7 @@ fn literal(src: &[u8], i: usize, word: &[u8]) -> Result<usize, Error> {
 /// Validates the string starting at the quote at `i`; returns the position
 /// after its closing quote.
 #[inline(always)]
-fn string_end(src: &[u8], i: usize) -> Result<usize, Error> {
+pub(crate) fn string_end(src: &[u8], i: usize) -> Result<usize, Error> {
     // Most strings hold no escape: one scan finds the closing quote.
     let j = special_byte(src, i + 1, true);
     if src.get(j) == Some(&b'"') {

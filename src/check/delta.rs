@@ -1,0 +1,252 @@
+//! The dedicated path for the events most of real traffic is: the streamed
+//! deltas (`TEXT_MESSAGE_CONTENT`, `TOOL_CALL_ARGS`, V1's
+//! `REASONING_MESSAGE_CONTENT`) in the shape agent servers write them —
+//!
+//! ```text
+//! {"type":"TEXT_MESSAGE_CONTENT","messageId":"…","delta":"…"}
+//! {"type":"TOOL_CALL_ARGS","timestamp":1700000000049,"toolCallId":"…","delta":"…"}
+//! ```
+//!
+//! `type` first, then the id, `delta` and an optional `timestamp` in any
+//! order, each once; strings (escapes allowed), the timestamp a plain
+//! integer of at most 15 digits; no whitespace. Such a frame is one valid
+//! JSON object whose every member the schema accepts, so its event is
+//! built here directly, without the general validator, the member lookup
+//! or the field-by-field schema loop. Anything else (another member, a
+//! `null`, whitespace, a second `type`) is `None`, and the general path
+//! decides. A test compares both paths on every frame the corpus has and
+//! on near misses.
+
+use crate::input::json::{Limits, string_end};
+use crate::protocol::dialect::Dialect;
+use crate::protocol::event_type::{EventType, Key};
+use crate::view::event::Event;
+use crate::view::json::RawJson;
+use crate::view::scan::digits_end;
+
+/// The event [`decode`](super::decode::decode) gives for `payload`, when
+/// it is a delta event in the usual shape; `None` otherwise.
+#[inline]
+pub(crate) fn decode_delta(payload: &[u8], dialect: Dialect, limits: Limits) -> Option<Event<'_>> {
+    if limits.max_depth == 0 || !crate::testing::fast_paths() {
+        return None;
+    }
+    let (ty, id_key, mut i) = delta_type(payload, dialect)?;
+    let mut event = Event::empty(ty, dialect, Some(RawJson::exact(payload)));
+    // Which of id, delta and timestamp have been read.
+    let mut seen = [false; 3];
+    loop {
+        // `i` is past the previous member's value: `,"` or the last `}`.
+        match payload.get(i..)? {
+            [b'}'] => break,
+            [b',', b'"', ..] => i += 2,
+            _ => return None,
+        }
+        let rest = payload.get(i..)?;
+        let (key, which, name_len) = if rest.starts_with(id_key.1) {
+            (id_key.0, 0, id_key.1.len())
+        } else if rest.starts_with(b"delta\":") {
+            (Key::Delta, 1, 7)
+        } else if rest.starts_with(b"timestamp\":") {
+            (Key::Timestamp, 2, 11)
+        } else {
+            return None;
+        };
+        let slot = seen.get_mut(which)?;
+        if *slot {
+            return None;
+        }
+        *slot = true;
+        let start = i.checked_add(name_len)?;
+        let end = if key == Key::Timestamp {
+            timestamp_end(payload, start)?
+        } else {
+            if payload.get(start) != Some(&b'"') {
+                return None;
+            }
+            string_end(payload, start).ok()?
+        };
+        event.set(key, payload.get(start..end).map(RawJson::exact));
+        i = end;
+    }
+    // The id and the delta are required.
+    (seen[0] && seen[1]).then_some(event)
+}
+
+/// The delta event type `payload` starts with, its id member (as the key
+/// and as the name's bytes with the closing `":`), and where the members
+/// after the type start.
+#[inline(always)]
+fn delta_type(
+    payload: &[u8],
+    dialect: Dialect,
+) -> Option<(EventType, (Key, &'static [u8]), usize)> {
+    const PREFIX: &[u8] = b"{\"type\":\"";
+    let rest = payload.strip_prefix(PREFIX)?;
+    let message_id = (Key::MessageId, &b"messageId\":"[..]);
+    let (ty, id, name): (_, _, &[u8]) = if rest.starts_with(b"TEXT_MESSAGE_CONTENT\"") {
+        (
+            EventType::TextMessageContent,
+            message_id,
+            b"TEXT_MESSAGE_CONTENT\"",
+        )
+    } else if rest.starts_with(b"TOOL_CALL_ARGS\"") {
+        let tool_call_id = (Key::ToolCallId, &b"toolCallId\":"[..]);
+        (EventType::ToolCallArgs, tool_call_id, b"TOOL_CALL_ARGS\"")
+    } else if dialect == Dialect::V1 && rest.starts_with(b"REASONING_MESSAGE_CONTENT\"") {
+        (
+            EventType::ReasoningMessageContent,
+            message_id,
+            b"REASONING_MESSAGE_CONTENT\"",
+        )
+    } else {
+        return None;
+    };
+    Some((ty, id, PREFIX.len().checked_add(name.len())?))
+}
+
+/// The end of a timestamp at `start` that every dialect takes as it is: a
+/// JSON integer of 1 to 15 digits (so a safe one), no sign, fraction or
+/// exponent.
+#[inline(always)]
+fn timestamp_end(payload: &[u8], start: usize) -> Option<usize> {
+    let end = digits_end(payload, start);
+    let digits = payload.get(start..end)?;
+    let ok = matches!(digits.len(), 1..=15) && true;
+    ok.then_some(end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::decode::decode;
+    extern crate std;
+    use std::format;
+    use std::string::String;
+    use std::vec::Vec;
+
+    /// Both paths' answers, as text (the event's members and type).
+    fn both(payload: &[u8], dialect: Dialect) -> (Option<String>, String) {
+        let fast = decode_delta(payload, dialect, Limits::new()).map(|e| format!("{e:?}"));
+        let general = crate::testing::general_only(|| {
+            format!("{:?}", decode(payload, dialect, Limits::new()))
+        });
+        (fast, general)
+    }
+
+    /// Near misses of the shapes the path takes: each must be left to the
+    /// general path, or give exactly its event.
+    fn variants() -> Vec<String> {
+        let mut out = Vec::new();
+        let types = [
+            ("TEXT_MESSAGE_CONTENT", "messageId"),
+            ("TOOL_CALL_ARGS", "toolCallId"),
+            ("REASONING_MESSAGE_CONTENT", "messageId"),
+            ("TEXT_MESSAGE_END", "messageId"),
+            ("TOOL_CALL_ARGS", "messageId"),
+        ];
+        let deltas = [
+            r#""""#,
+            r#""a b""#,
+            r#""q\"x\\y\n\u00e9\ud83d""#,
+            r#""bad \x""#,
+            r#""ctl	""#,
+            "\"caf\u{e9} \u{1F600}\"",
+            "5",
+            "null",
+            r#""unterminated"#,
+        ];
+        let stamps = [
+            None,
+            Some("1700000000049"),
+            Some("0"),
+            Some("012"),
+            Some("123456789012345"),
+            Some("1234567890123456"),
+            Some("-5"),
+            Some("1.5"),
+            Some("1e3"),
+            Some("\"7\""),
+        ];
+        for (ty, id) in types {
+            for delta in deltas {
+                for stamp in stamps {
+                    let t = stamp
+                        .map(|s| format!(",\"timestamp\":{s}"))
+                        .unwrap_or_default();
+                    let (a, b) = (format!(r#""{id}":"m-1""#), format!(r#""delta":{delta}"#));
+                    out.push(format!(r#"{{"type":"{ty}",{a},{b}{t}}}"#));
+                    out.push(format!(r#"{{"type":"{ty}"{t},{b},{a}}}"#));
+                }
+            }
+            // Missing, repeated, unknown and odd members; whitespace; trailing bytes.
+            for tail in [
+                r#","delta":"x"}"#.to_owned(),
+                format!(r#","{id}":"m""#) + "}",
+                format!(r#","{id}":"m","delta":"x","delta":"y"}}"#),
+                format!(r#","{id}":"m","{id}":"n","delta":"y"}}"#),
+                format!(r#","{id}":"m","delta":"x","timestamp":1,"timestamp":2}}"#),
+                format!(r#","{id}":"m","delta":"x","rawEvent":null}}"#),
+                format!(r#","{id}":"m","delta":"x","type":"RUN_STARTED"}}"#),
+                format!(r#","{id}":"m","delta":"x","subagentRunId":"s"}}"#),
+                format!(r#","{id}":"m","delta":"x"}} "#),
+                format!(r#","{id}":"m","delta":"x"}}x"#),
+                format!(r#", "{id}":"m","delta":"x"}}"#),
+                format!(r#","{id}" :"m","delta":"x"}}"#),
+                format!(r#","{id}":"m","delta":"x",}}"#),
+                format!(r#","{id}":"m","delta":"x""#),
+                format!(r#","{id}":"","delta":""}}"#),
+                format!(r#","{id}":"m\u0041","delta":"x"}}"#),
+            ] {
+                out.push(format!(r#"{{"type":"{ty}"{tail}"#));
+            }
+        }
+        out
+    }
+
+    use std::borrow::ToOwned;
+
+    #[test]
+    fn gives_the_general_paths_event_or_leaves_the_frame_to_it() {
+        let mut taken = 0;
+        for text in variants() {
+            for dialect in [Dialect::V1, Dialect::V0] {
+                let (fast, general) = both(text.as_bytes(), dialect);
+                if let Some(fast) = fast {
+                    assert_eq!(format!("Ok(Some({fast}))"), general, "{dialect:?} {text}");
+                    taken += 1;
+                }
+            }
+        }
+        // The usual shapes are taken (not every one left to the general path).
+        assert!(taken > 100, "only {taken} taken");
+    }
+
+    #[test]
+    fn takes_the_usual_shapes() {
+        for (text, dialect) in [
+            (
+                r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hi"}"#,
+                Dialect::V1,
+            ),
+            (
+                r#"{"type":"TOOL_CALL_ARGS","timestamp":17,"toolCallId":"c","delta":"{\"a\""}"#,
+                Dialect::V0,
+            ),
+            (
+                r#"{"type":"REASONING_MESSAGE_CONTENT","delta":"","messageId":"r"}"#,
+                Dialect::V1,
+            ),
+        ] {
+            assert!(
+                decode_delta(text.as_bytes(), dialect, Limits::new()).is_some(),
+                "{text}"
+            );
+        }
+        // V0 has no REASONING_* events; depth 0 refuses every object.
+        let r = br#"{"type":"REASONING_MESSAGE_CONTENT","messageId":"r","delta":""}"#;
+        assert!(decode_delta(r, Dialect::V0, Limits::new()).is_none());
+        let t = br#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hi"}"#;
+        assert!(decode_delta(t, Dialect::V1, Limits { max_depth: 0 }).is_none());
+    }
+}
