@@ -1,0 +1,313 @@
+//! The timing child of `scripts/wasm-throughput.mjs`: one stream, rewritten
+//! on request by the native rewriter or by the wasm plugin under wasmi, each
+//! run timed alone.
+//!
+//! ```text
+//! cargo build --release --example rewrite_rounds
+//! target/release/examples/rewrite_rounds --stream S.sse [--module P.wasm] [--push 16384]
+//! ```
+//!
+//! It reads the stream into memory, allocates every buffer once, checks once
+//! that the native rewriter and the module (under wasmi, if `--module` is
+//! given) write the same bytes for it (exit status 1 if not), prints `ready
+//! BYTES`, then answers one line of stdin at a time:
+//!
+//! | request | answer |
+//! |---------|--------|
+//! | `native` | nanoseconds of one native rewrite of the whole stream |
+//! | `wasmi` | nanoseconds of one run of the module under wasmi |
+//! | `native N`, `wasmi N` | the same over the stream's first `N` bytes (rounded up to a push) |
+//! | `output PATH` | writes the native output of the whole stream to `PATH`; `ok LEN` |
+//!
+//! Only the rewrite loop is timed. `native` is the library's [`Rewriter`]
+//! with the default `Config` and `Options` and the plugin's buffer sizes
+//! (64 KiB frame and raw buffers), fed pushes of `--push` bytes into a
+//! reused `Vec` cleared after each push. `wasmi` is the module instantiated
+//! once, and per run: `agui_init_v1(0)` (the defaults), then for each push
+//! the bytes copied to `agui_input_ptr()` (at most `agui_input_cap()`),
+//! `agui_push`, the output's length read, `agui_push(0)` while input is
+//! pending, and `agui_finish()`: what a host does, without sending the
+//! output anywhere.
+//!
+//! wasmi is built with the `portable-dispatch` feature the test suite asks
+//! for (features are shared by every dev-dependency user), so its numbers
+//! are those of its loop dispatch, not of its default tail-call one.
+
+use std::io::{BufRead, Write as _};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use agui_stream::Config;
+use agui_stream::rewrite::{Options, Rewriter};
+use wasmi::{Engine, Linker, Memory, Module, Store, TypedFunc};
+
+/// The plugin's frame and raw buffers (`FRAME_CAP`, `RAW_CAP`).
+const BUFFER: usize = 64 * 1024;
+
+fn main() {
+    let args = Args::parse();
+    let stream = std::fs::read(&args.stream)
+        .unwrap_or_else(|e| fail(&format!("reading {}: {e}", args.stream.display())));
+    let mut native = Native::new(args.push);
+    let mut plugin = args.module.as_ref().map(|path| {
+        let wasm = std::fs::read(path)
+            .unwrap_or_else(|e| fail(&format!("reading {}: {e}", path.display())));
+        Plugin::new(&wasm).unwrap_or_else(|e| fail(&format!("{}: {e}", path.display())))
+    });
+
+    // The check: the same bytes from both, for the whole stream.
+    let mut want = Vec::new();
+    native.run(&stream, Some(&mut want));
+    if let Some(plugin) = plugin.as_mut() {
+        let mut got = Vec::new();
+        plugin
+            .run(&stream, args.push, Some(&mut got))
+            .unwrap_or_else(|e| fail(&format!("wasmi: {e}")));
+        if got != want {
+            let at = got.iter().zip(&want).take_while(|(a, b)| a == b).count();
+            fail(&format!(
+                "wasmi's output differs from the native rewriter's: {} bytes against {}, first difference at byte {at}",
+                got.len(),
+                want.len()
+            ));
+        }
+    }
+
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let reply = |out: &mut std::io::StdoutLock<'_>, line: String| {
+        writeln!(out, "{line}")
+            .and_then(|()| out.flush())
+            .unwrap_or_else(|e| fail(&format!("writing stdout: {e}")));
+    };
+    reply(&mut out, format!("ready {}", stream.len()));
+    for line in std::io::stdin().lock().lines() {
+        let line = line.unwrap_or_else(|e| fail(&format!("reading stdin: {e}")));
+        let mut words = line.split_whitespace();
+        let (row, arg) = (words.next(), words.next());
+        let prefix = |arg: Option<&str>| match arg {
+            None => &stream[..],
+            Some(n) => {
+                let n: usize = n
+                    .parse()
+                    .unwrap_or_else(|_| fail(&format!("not a byte count: {line}")));
+                &stream[..n
+                    .div_ceil(args.push)
+                    .saturating_mul(args.push)
+                    .min(stream.len())]
+            }
+        };
+        match row {
+            None => continue,
+            Some("native") => {
+                let input = prefix(arg);
+                let start = Instant::now();
+                native.run(input, None);
+                reply(&mut out, start.elapsed().as_nanos().to_string());
+            }
+            Some("wasmi") => {
+                let input = prefix(arg);
+                let plugin = plugin
+                    .as_mut()
+                    .unwrap_or_else(|| fail("wasmi: no --module given"));
+                let start = Instant::now();
+                plugin
+                    .run(input, args.push, None)
+                    .unwrap_or_else(|e| fail(&format!("wasmi: {e}")));
+                reply(&mut out, start.elapsed().as_nanos().to_string());
+            }
+            Some("output") => {
+                let path = arg.unwrap_or_else(|| fail("output: no path"));
+                std::fs::write(path, &want)
+                    .unwrap_or_else(|e| fail(&format!("writing {path}: {e}")));
+                reply(&mut out, format!("ok {}", want.len()));
+            }
+            Some(other) => fail(&format!("unknown request {other:?}")),
+        }
+    }
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("rewrite_rounds: {message}");
+    std::process::exit(1)
+}
+
+struct Args {
+    stream: PathBuf,
+    module: Option<PathBuf>,
+    push: usize,
+}
+
+impl Args {
+    fn parse() -> Args {
+        let usage = "usage: rewrite_rounds --stream S.sse [--module P.wasm] [--push 16384]";
+        let mut stream = None;
+        let mut module = None;
+        let mut push = 16 * 1024;
+        let mut args = std::env::args_os().skip(1);
+        while let Some(flag) = args.next() {
+            let mut value = || args.next().unwrap_or_else(|| fail(usage));
+            match flag.to_str() {
+                Some("--stream") => stream = Some(PathBuf::from(value())),
+                Some("--module") => module = Some(PathBuf::from(value())),
+                Some("--push") => {
+                    push = value()
+                        .to_str()
+                        .and_then(|v| v.parse().ok())
+                        .filter(|&n| n > 0)
+                        .unwrap_or_else(|| fail("--push: a positive byte count"));
+                }
+                _ => fail(usage),
+            }
+        }
+        Args {
+            stream: stream.unwrap_or_else(|| fail(usage)),
+            module,
+            push,
+        }
+    }
+}
+
+/// The native rewriter's buffers, allocated once.
+struct Native {
+    frames: Vec<u8>,
+    raw: Vec<u8>,
+    out: Vec<u8>,
+    push: usize,
+}
+
+impl Native {
+    fn new(push: usize) -> Native {
+        Native {
+            frames: vec![0; BUFFER],
+            raw: vec![0; BUFFER],
+            // Room for any push's output: no growth while timed.
+            out: Vec::with_capacity(4 * (BUFFER + push)),
+            push,
+        }
+    }
+
+    /// Rewrites `stream` in pushes; the output goes to `keep` if given.
+    fn run(&mut self, stream: &[u8], mut keep: Option<&mut Vec<u8>>) -> u64 {
+        let mut r = Rewriter::new(
+            &mut self.frames,
+            &mut self.raw,
+            Config::new(),
+            Options::new(),
+        );
+        let out = &mut self.out;
+        let mut written = 0;
+        for chunk in stream.chunks(self.push) {
+            let mut rest = chunk;
+            while !rest.is_empty() {
+                out.clear();
+                let pushed = r.push(rest, out).expect("the native rewriter rewrites");
+                rest = &rest[pushed.read..];
+                written += out.len() as u64;
+                if let Some(keep) = keep.as_deref_mut() {
+                    keep.extend_from_slice(out);
+                }
+                std::hint::black_box(&*out);
+            }
+        }
+        out.clear();
+        r.finish(out).expect("the native rewriter finishes");
+        if let Some(keep) = keep {
+            keep.extend_from_slice(out);
+        }
+        written + out.len() as u64
+    }
+}
+
+/// The module, instantiated once under wasmi, and the exports a run calls.
+struct Plugin {
+    store: Store<()>,
+    memory: Memory,
+    init: TypedFunc<i32, i32>,
+    input_ptr: TypedFunc<(), i32>,
+    input_cap: TypedFunc<(), i32>,
+    push: TypedFunc<i32, i32>,
+    pending: TypedFunc<(), i32>,
+    finish: TypedFunc<(), i32>,
+    output_ptr: TypedFunc<(), i32>,
+    output_len: TypedFunc<(), i32>,
+}
+
+impl Plugin {
+    fn new(wasm: &[u8]) -> Result<Plugin, wasmi::Error> {
+        let engine = Engine::default();
+        let module = Module::new(&engine, wasm)?;
+        let mut store = Store::new(&engine, ());
+        let instance = Linker::new(&engine).instantiate_and_start(&mut store, &module)?;
+        let memory = instance
+            .get_memory(&store, "memory")
+            .ok_or_else(|| wasmi::Error::new("no memory export"))?;
+        macro_rules! f {
+            ($name:literal) => {
+                instance.get_typed_func(&store, $name)?
+            };
+        }
+        Ok(Plugin {
+            init: f!("agui_init_v1"),
+            input_ptr: f!("agui_input_ptr"),
+            input_cap: f!("agui_input_cap"),
+            push: f!("agui_push"),
+            pending: f!("agui_pending"),
+            finish: f!("agui_finish"),
+            output_ptr: f!("agui_output_ptr"),
+            output_len: f!("agui_output_len"),
+            memory,
+            store,
+        })
+    }
+
+    fn call0(&mut self, f: TypedFunc<(), i32>) -> Result<i32, wasmi::Error> {
+        f.call(&mut self.store, ())
+    }
+
+    /// The last call's output: its length, and its bytes appended to
+    /// `keep` if given.
+    fn output(&mut self, keep: &mut Option<&mut Vec<u8>>) -> Result<u64, wasmi::Error> {
+        let len = self.call0(self.output_len)? as usize;
+        if let Some(keep) = keep.as_deref_mut() {
+            let ptr = self.call0(self.output_ptr)? as usize;
+            keep.extend_from_slice(&self.memory.data(&self.store)[ptr..][..len]);
+        }
+        Ok(len as u64)
+    }
+
+    /// One stream with the default configuration, in pushes of `push`
+    /// bytes: the output's length.
+    fn run(
+        &mut self,
+        stream: &[u8],
+        push: usize,
+        mut keep: Option<&mut Vec<u8>>,
+    ) -> Result<u64, wasmi::Error> {
+        let code = |what: &str, code: i32| match code {
+            0 => Ok(()),
+            c => Err(wasmi::Error::new(format!("{what} returned {c}"))),
+        };
+        code("agui_init_v1(0)", self.init.call(&mut self.store, 0)?)?;
+        let mut written = 0;
+        for chunk in stream.chunks(push) {
+            let mut rest = chunk;
+            while !rest.is_empty() {
+                let cap = self.call0(self.input_cap)? as usize;
+                let ptr = self.call0(self.input_ptr)? as usize;
+                let take = rest.len().min(cap);
+                self.memory.data_mut(&mut self.store)[ptr..][..take].copy_from_slice(&rest[..take]);
+                rest = &rest[take..];
+                code("agui_push", self.push.call(&mut self.store, take as i32)?)?;
+                written += self.output(&mut keep)?;
+                while self.call0(self.pending)? > 0 {
+                    code("agui_push(0)", self.push.call(&mut self.store, 0)?)?;
+                    written += self.output(&mut keep)?;
+                }
+            }
+        }
+        code("agui_finish", self.call0(self.finish)?)?;
+        written += self.output(&mut keep)?;
+        Ok(written)
+    }
+}
