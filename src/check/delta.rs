@@ -43,11 +43,15 @@ pub(crate) fn decode_delta(payload: &[u8], dialect: Dialect, limits: Limits) -> 
             _ => return None,
         }
         let rest = payload.get(i..)?;
-        let (key, which, name_len) = if rest.starts_with(id_key.1) {
-            (id_key.0, 0, id_key.1.len())
-        } else if rest.starts_with(b"delta\":") {
+        let id_name = match id_key {
+            Key::ToolCallId => starts(rest, b"toolCallId\":").then_some(12),
+            _ => starts(rest, b"messageId\":").then_some(11),
+        };
+        let (key, which, name_len) = if let Some(len) = id_name {
+            (id_key, 0, len)
+        } else if starts(rest, b"delta\":") {
             (Key::Delta, 1, 7)
-        } else if rest.starts_with(b"timestamp\":") {
+        } else if starts(rest, b"timestamp\":") {
             (Key::Timestamp, 2, 11)
         } else {
             return None;
@@ -73,36 +77,40 @@ pub(crate) fn decode_delta(payload: &[u8], dialect: Dialect, limits: Limits) -> 
     (seen[0] && seen[1]).then_some(event)
 }
 
-/// The delta event type `payload` starts with, its id member (as the key
-/// and as the name's bytes with the closing `":`), and where the members
-/// after the type start.
+/// Whether `bytes` starts with `name`, compared as one fixed-size array
+/// (a few word compares, where a slice compare calls `memcmp`).
 #[inline(always)]
-fn delta_type(
-    payload: &[u8],
-    dialect: Dialect,
-) -> Option<(EventType, (Key, &'static [u8]), usize)> {
-    const PREFIX: &[u8] = b"{\"type\":\"";
-    let rest = payload.strip_prefix(PREFIX)?;
-    let message_id = (Key::MessageId, &b"messageId\":"[..]);
-    let (ty, id, name): (_, _, &[u8]) = if rest.starts_with(b"TEXT_MESSAGE_CONTENT\"") {
-        (
-            EventType::TextMessageContent,
-            message_id,
-            b"TEXT_MESSAGE_CONTENT\"",
-        )
-    } else if rest.starts_with(b"TOOL_CALL_ARGS\"") {
-        let tool_call_id = (Key::ToolCallId, &b"toolCallId\":"[..]);
-        (EventType::ToolCallArgs, tool_call_id, b"TOOL_CALL_ARGS\"")
-    } else if dialect == Dialect::V1 && rest.starts_with(b"REASONING_MESSAGE_CONTENT\"") {
+fn starts<const N: usize>(bytes: &[u8], name: &[u8; N]) -> bool {
+    bytes.first_chunk::<N>() == Some(name)
+}
+
+/// The delta event type `payload` starts with, its id member
+/// (`messageId` or `toolCallId`), and where the members after the type
+/// start.
+#[inline(always)]
+fn delta_type(payload: &[u8], dialect: Dialect) -> Option<(EventType, Key, usize)> {
+    const PREFIX: &[u8; 9] = b"{\"type\":\"";
+    const TEXT: &[u8; 21] = b"TEXT_MESSAGE_CONTENT\"";
+    const TOOL: &[u8; 15] = b"TOOL_CALL_ARGS\"";
+    const REASONING: &[u8; 26] = b"REASONING_MESSAGE_CONTENT\"";
+    if !starts(payload, PREFIX) {
+        return None;
+    }
+    let rest = payload.get(PREFIX.len()..)?;
+    let (ty, id, name_len) = if starts(rest, TEXT) {
+        (EventType::TextMessageContent, Key::MessageId, TEXT.len())
+    } else if starts(rest, TOOL) {
+        (EventType::ToolCallArgs, Key::ToolCallId, TOOL.len())
+    } else if dialect == Dialect::V1 && starts(rest, REASONING) {
         (
             EventType::ReasoningMessageContent,
-            message_id,
-            b"REASONING_MESSAGE_CONTENT\"",
+            Key::MessageId,
+            REASONING.len(),
         )
     } else {
         return None;
     };
-    Some((ty, id, PREFIX.len().checked_add(name.len())?))
+    Some((ty, id, PREFIX.len().checked_add(name_len)?))
 }
 
 /// The end of a timestamp at `start` that every dialect takes as it is: a
@@ -112,7 +120,7 @@ fn delta_type(
 fn timestamp_end(payload: &[u8], start: usize) -> Option<usize> {
     let end = digits_end(payload, start);
     let digits = payload.get(start..end)?;
-    let ok = matches!(digits.len(), 1..=15) && true;
+    let ok = matches!(digits.len(), 1..=15) && (digits.len() == 1 || digits.first() != Some(&b'0'));
     ok.then_some(end)
 }
 
