@@ -1,14 +1,15 @@
 //! The dedicated path for the events most of real traffic is: the streamed
 //! deltas (`TEXT_MESSAGE_CONTENT`, `TOOL_CALL_ARGS`, V1's
-//! `REASONING_MESSAGE_CONTENT`) in the shape agent servers write them —
+//! `REASONING_MESSAGE_CONTENT`, and the `…_CHUNK` forms of each) in the
+//! shape agent servers write them —
 //!
 //! ```text
 //! {"type":"TEXT_MESSAGE_CONTENT","messageId":"…","delta":"…"}
 //! {"type":"TOOL_CALL_ARGS","timestamp":1700000000049,"toolCallId":"…","delta":"…"}
 //! ```
 //!
-//! `type` first, then the id, `delta` and an optional `timestamp` in any
-//! order, each once; strings (escapes allowed), the timestamp a plain
+//! `type` first, then the id (optional for a chunk), `delta` and an
+//! optional `timestamp` in any order, each once; strings (escapes allowed), the timestamp a plain
 //! integer of at most 15 digits; no whitespace. Such a frame is one valid
 //! JSON object whose every member the schema accepts, so its event is
 //! built here directly, without the general validator, the member lookup
@@ -31,7 +32,7 @@ pub(crate) fn decode_delta(payload: &[u8], dialect: Dialect, limits: Limits) -> 
     if limits.max_depth == 0 || !crate::testing::fast_paths() {
         return None;
     }
-    let (ty, id_key, mut i) = delta_type(payload, dialect)?;
+    let (ty, id_key, id_required, mut i) = delta_type(payload, dialect)?;
     let mut event = Event::empty(ty, dialect, Some(RawJson::exact(payload)));
     // Which of id, delta and timestamp have been read.
     let mut seen = [false; 3];
@@ -39,7 +40,7 @@ pub(crate) fn decode_delta(payload: &[u8], dialect: Dialect, limits: Limits) -> 
         // `i` is past the previous member's value: `,"` or the last `}`.
         match payload.get(i..)? {
             [b'}'] => break,
-            [b',', b'"', ..] => i += 2,
+            [b',', b'"', ..] => i = i.checked_add(2)?,
             _ => return None,
         }
         let rest = payload.get(i..)?;
@@ -73,8 +74,9 @@ pub(crate) fn decode_delta(payload: &[u8], dialect: Dialect, limits: Limits) -> 
         event.set(key, payload.get(start..end).map(RawJson::exact));
         i = end;
     }
-    // The id and the delta are required.
-    (seen[0] && seen[1]).then_some(event)
+    // The delta is required here (a chunk without one is left to the
+    // general path), the id where the schema requires it.
+    ((seen[0] || !id_required) && seen[1]).then_some(event)
 }
 
 /// Whether `bytes` starts with `name`, compared as one fixed-size array
@@ -85,32 +87,32 @@ fn starts<const N: usize>(bytes: &[u8], name: &[u8; N]) -> bool {
 }
 
 /// The delta event type `payload` starts with, its id member
-/// (`messageId` or `toolCallId`), and where the members after the type
-/// start.
+/// (`messageId` or `toolCallId`) and whether the schema requires it (a
+/// chunk's is optional), and where the members after the type start.
 #[inline(always)]
-fn delta_type(payload: &[u8], dialect: Dialect) -> Option<(EventType, Key, usize)> {
+fn delta_type(payload: &[u8], dialect: Dialect) -> Option<(EventType, Key, bool, usize)> {
     const PREFIX: &[u8; 9] = b"{\"type\":\"";
-    const TEXT: &[u8; 21] = b"TEXT_MESSAGE_CONTENT\"";
-    const TOOL: &[u8; 15] = b"TOOL_CALL_ARGS\"";
-    const REASONING: &[u8; 26] = b"REASONING_MESSAGE_CONTENT\"";
     if !starts(payload, PREFIX) {
         return None;
     }
     let rest = payload.get(PREFIX.len()..)?;
-    let (ty, id, name_len) = if starts(rest, TEXT) {
-        (EventType::TextMessageContent, Key::MessageId, TEXT.len())
-    } else if starts(rest, TOOL) {
-        (EventType::ToolCallArgs, Key::ToolCallId, TOOL.len())
-    } else if dialect == Dialect::V1 && starts(rest, REASONING) {
-        (
-            EventType::ReasoningMessageContent,
-            Key::MessageId,
-            REASONING.len(),
-        )
+    let v1 = dialect == Dialect::V1;
+    let (ty, id, required, name_len) = if starts(rest, b"TEXT_MESSAGE_CONTENT\"") {
+        (EventType::TextMessageContent, Key::MessageId, true, 21)
+    } else if starts(rest, b"TEXT_MESSAGE_CHUNK\"") {
+        (EventType::TextMessageChunk, Key::MessageId, false, 19)
+    } else if starts(rest, b"TOOL_CALL_ARGS\"") {
+        (EventType::ToolCallArgs, Key::ToolCallId, true, 15)
+    } else if starts(rest, b"TOOL_CALL_CHUNK\"") {
+        (EventType::ToolCallChunk, Key::ToolCallId, false, 16)
+    } else if v1 && starts(rest, b"REASONING_MESSAGE_CONTENT\"") {
+        (EventType::ReasoningMessageContent, Key::MessageId, true, 26)
+    } else if v1 && starts(rest, b"REASONING_MESSAGE_CHUNK\"") {
+        (EventType::ReasoningMessageChunk, Key::MessageId, false, 24)
     } else {
         return None;
     };
-    Some((ty, id, PREFIX.len().checked_add(name_len)?))
+    Some((ty, id, required, PREFIX.len().checked_add(name_len)?))
 }
 
 /// The end of a timestamp at `start` that every dialect takes as it is: a
@@ -150,6 +152,10 @@ mod tests {
             ("TEXT_MESSAGE_CONTENT", "messageId"),
             ("TOOL_CALL_ARGS", "toolCallId"),
             ("REASONING_MESSAGE_CONTENT", "messageId"),
+            ("TEXT_MESSAGE_CHUNK", "messageId"),
+            ("TOOL_CALL_CHUNK", "toolCallId"),
+            ("REASONING_MESSAGE_CHUNK", "messageId"),
+            ("TOOL_CALL_CHUNK", "messageId"),
             ("TEXT_MESSAGE_END", "messageId"),
             ("TOOL_CALL_ARGS", "messageId"),
         ];
@@ -190,6 +196,10 @@ mod tests {
             // Missing, repeated, unknown and odd members; whitespace; trailing bytes.
             for tail in [
                 r#","delta":"x"}"#.to_owned(),
+                r#","delta":"x","timestamp":5}"#.to_owned(),
+                r#","timestamp":5}"#.to_owned(),
+                r#"}"#.to_owned(),
+                format!(r#","{id}":"m","role":"assistant","delta":"x"}}"#),
                 format!(r#","{id}":"m""#) + "}",
                 format!(r#","{id}":"m","delta":"x","delta":"y"}}"#),
                 format!(r#","{id}":"m","{id}":"n","delta":"y"}}"#),
@@ -227,6 +237,47 @@ mod tests {
             }
         }
         // The usual shapes are taken (not every one left to the general path).
+        assert!(taken > 100, "only {taken} taken");
+    }
+
+    /// Every data line of the corpus (one-line frames) and of the bench
+    /// streams, if they are there.
+    #[test]
+    fn agrees_with_the_general_path_on_the_corpus() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        for dir in [
+            "tests/corpus/conformance",
+            "tests/corpus/real",
+            "tests/corpus/extra",
+        ] {
+            for entry in std::fs::read_dir(root.join(dir))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                files.push(entry.path());
+            }
+        }
+        let bench = root.join("target/bench-streams/mix-1mb.sse");
+        files.push(bench);
+        let mut taken = 0;
+        for path in files {
+            let Ok(text) = std::fs::read(&path) else {
+                continue;
+            };
+            for line in text.split(|&b| b == b'\n') {
+                let Some(payload) = line.strip_prefix(b"data: ") else {
+                    continue;
+                };
+                for dialect in [Dialect::V1, Dialect::V0] {
+                    if let (Some(fast), general) = both(payload, dialect) {
+                        assert_eq!(format!("Ok(Some({fast}))"), general, "{}", path.display());
+                        taken += 1;
+                    }
+                }
+            }
+        }
         assert!(taken > 100, "only {taken} taken");
     }
 
