@@ -246,6 +246,12 @@ pub struct Verifier<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usiz
     /// The argument check of each open tool call, by its id's place in
     /// the pool.
     args: heapless::Vec<(Span, Scanner<1>), ARGS_CHECKED>,
+    /// Where the last CONTENT/ARGS/END found its entity in `open`: looked
+    /// at first, since a run streams its deltas to one entity in a row.
+    /// Checked on every use (kind and id), so it needs no upkeep; an
+    /// entity's id is open at most once (a START of an open one is
+    /// rejected), so it finds what the search finds.
+    last_continued: usize,
 }
 
 /// An event that closes something open ([`Verifier::closing_events`]).
@@ -345,6 +351,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             },
             check_args: false,
             args: heapless::Vec::new(),
+            last_continued: 0,
         }
     }
 
@@ -680,7 +687,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         id: JsonStr<'_>,
         closes: bool,
     ) -> VResult {
-        let Some(i) = self.find_open(kind, id) else {
+        let Some(i) = self.find_continued(kind, id) else {
             return self.detail.reject_id(event, Rule::NotOpen(kind), id);
         };
         if tag.is_some() {
@@ -698,6 +705,23 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
 
     fn find_open(&self, kind: Entity, id: JsonStr<'_>) -> Option<usize> {
         self.open.find(&self.pool, Open::Entity(kind), id)
+    }
+
+    /// [`find_open`](Self::find_open), trying where the last continued
+    /// entity was first.
+    #[inline]
+    fn find_continued(&mut self, kind: Entity, id: JsonStr<'_>) -> Option<usize> {
+        let last = self.last_continued;
+        if crate::testing::fast_paths()
+            && let Some((span, entry)) = self.open.get(last)
+            && entry.kind == Open::Entity(kind)
+            && self.pool.bytes(span) == id.raw()
+        {
+            return Some(last);
+        }
+        let i = self.find_open(kind, id)?;
+        self.last_continued = i;
+        Some(i)
     }
 
     /// The reference keeps open steps per owner, in the order owners were
