@@ -6,9 +6,10 @@
 use core::fmt;
 
 use super::walk::{self, Name, Node};
+use crate::protocol::event_type::Framing;
 use crate::view::event::Event;
-use crate::view::json::{RawJson, Token, Tokens};
-use crate::view::string::{JsonStr, encode_wtf8};
+use crate::view::json::{JsonKind, RawJson, Token, Tokens};
+use crate::view::string::{JsonStr, encode_wtf8, is_plain_ascii};
 
 /// Where the encoder writes.
 pub trait Write {
@@ -128,9 +129,7 @@ impl Write for std::vec::Vec<u8> {
 ///
 /// [`BufferFull`] when `out` has no room left (what was written stays).
 pub fn encode<W: Write + ?Sized>(event: &Event<'_>, out: &mut W) -> Result<(), BufferFull> {
-    out.write_bytes(b"{\"type\":\"")?;
-    out.write_bytes(event.event_type().as_str().as_bytes())?;
-    out.write_bytes(b"\"")?;
+    out.write_bytes(event.event_type().framed(Framing::TypeMember))?;
     walk::event(event, |name, value| write_member(false, name, value, out))?;
     out.write_bytes(b"}")
 }
@@ -149,7 +148,12 @@ pub fn encode_to_slice(event: &Event<'_>, buf: &mut [u8]) -> Result<usize, Buffe
 /// Writes a node of the walk.
 fn write_node<W: Write + ?Sized>(node: Node<'_>, out: &mut W) -> Result<(), BufferFull> {
     match node {
-        Node::Raw(v) => write_any(v, out),
+        Node::Raw(v) => match v.kind() {
+            JsonKind::String => write_json_str(v, out),
+            JsonKind::Object | JsonKind::Array => write_any(v, out),
+            // A scalar is one token: written as it is.
+            _ => out.write_bytes(v.as_bytes()),
+        },
         Node::Known(s) => encode_str(JsonStr::from_escaped(s.as_bytes()), out),
         Node::Object(o) => {
             let mut first = true;
@@ -177,13 +181,25 @@ fn write_member<W: Write + ?Sized>(
     value: Node<'_>,
     out: &mut W,
 ) -> Result<(), BufferFull> {
-    out.write_bytes(if first { b"{\"" } else { b",\"" })?;
     match name {
-        Name::Known(name) => out.write_bytes(name.as_bytes())?,
-        Name::Json(name) => write_text(name, out)?,
+        // The usual case in one piece: `,"name":`.
+        Name::Key(key) if !first => out.write_bytes(key.framed(Framing::Member))?,
+        Name::Key(key) => write_name(first, key.as_str().as_bytes(), out)?,
+        Name::Known(name) => write_name(first, name.as_bytes(), out)?,
+        Name::Json(name) => {
+            out.write_bytes(if first { b"{\"" } else { b",\"" })?;
+            write_text(name, out)?;
+            out.write_bytes(b"\":")?;
+        }
     }
-    out.write_bytes(b"\":")?;
     write_node(value, out)
+}
+
+/// Writes `"name":` (plain text), `{` first if it is the first member.
+fn write_name<W: Write + ?Sized>(first: bool, name: &[u8], out: &mut W) -> Result<(), BufferFull> {
+    out.write_bytes(if first { b"{\"" } else { b",\"" })?;
+    out.write_bytes(name)?;
+    out.write_bytes(b"\":")
 }
 
 /// Writes any value compactly, strings re-escaped, numbers as written.
@@ -200,6 +216,20 @@ fn write_any<W: Write + ?Sized>(v: RawJson<'_>, out: &mut W) -> Result<(), Buffe
     Ok(())
 }
 
+/// Writes the JSON string `v` (quotes included) the way `JSON.stringify`
+/// does: as it is, in one piece, when it is plain ASCII without escapes.
+#[inline]
+fn write_json_str<W: Write + ?Sized>(v: RawJson<'_>, out: &mut W) -> Result<(), BufferFull> {
+    let bytes = v.as_bytes();
+    let inner = bytes
+        .get(1..bytes.len().saturating_sub(1))
+        .unwrap_or_default();
+    if is_plain_ascii(inner) {
+        return out.write_bytes(bytes);
+    }
+    encode_str(JsonStr::from_escaped(inner), out)
+}
+
 /// Writes a string (with quotes) the way `JSON.stringify` does.
 ///
 /// # Errors
@@ -213,7 +243,9 @@ pub fn encode_str<W: Write + ?Sized>(s: JsonStr<'_>, out: &mut W) -> Result<(), 
 
 /// [`encode_str`] without the quotes.
 fn write_text<W: Write + ?Sized>(s: JsonStr<'_>, out: &mut W) -> Result<(), BufferFull> {
-    if let Some(plain) = s.as_str() {
+    if is_plain_ascii(s.raw()) {
+        out.write_bytes(s.raw())?;
+    } else if let Some(plain) = s.as_str() {
         // No escapes and valid UTF-8: a JSON string's raw bytes hold no quote
         // or control character, so they are already in JSON.stringify form.
         out.write_bytes(plain.as_bytes())?;

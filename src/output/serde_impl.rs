@@ -84,6 +84,7 @@ impl Serialize for RawJson<'_> {
 impl Serialize for Name<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
+            Name::Key(key) => s.serialize_str(key.as_str()),
             Name::Known(name) => s.serialize_str(name),
             Name::Json(name) => name.serialize(s),
         }

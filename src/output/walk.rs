@@ -14,6 +14,7 @@
 //! most six), never per JSON level: [`Node::Raw`] is a leaf.
 
 use crate::protocol::dialect::Dialect;
+use crate::protocol::event_type::Key;
 use crate::protocol::schema::{self, Extra, Obj, Shape, Special};
 use crate::view::event::Event;
 use crate::view::json::{JsonKind, RawJson};
@@ -22,6 +23,7 @@ use crate::view::string::JsonStr;
 
 /// A member name: from the schema tables, or as the input spells it.
 pub(crate) enum Name<'v> {
+    Key(Key),
     Known(&'static str),
     Json(JsonStr<'v>),
 }
@@ -154,10 +156,7 @@ pub(crate) fn event<E>(
     let fields = schema::event_fields(dialect, event.event_type());
     for field in fields {
         if let Some(v) = event.get(field.key) {
-            f(
-                Name::Known(field.key.as_str()),
-                Node::shaped(v, &field.shape),
-            )?;
+            f(Name::Key(field.key), Node::shaped(v, &field.shape))?;
         }
     }
     if let (Dialect::V0, Some(object)) = (dialect, event.object()) {

@@ -36,6 +36,21 @@ macro_rules! names {
                 }
             }
 
+            /// The name as JSON text: `pre`, the name, `post` (for a writer
+            /// that writes it in one piece; each built once, at compile time).
+            /// The encoder uses those of `Key` and `EventType`.
+            #[allow(dead_code)]
+            pub(crate) fn framed(self, framing: $crate::protocol::event_type::Framing) -> &'static [u8] {
+                use $crate::protocol::event_type::{Framed, Framing};
+                static FRAMED: [[Framed; Framing::COUNT]; $name::COUNT] = [
+                    $([Framed::new($text, Framing::Member), Framed::new($text, Framing::TypeMember)],)*
+                ];
+                FRAMED
+                    .get(self as usize)
+                    .and_then(|f| f.get(framing as usize))
+                    .map_or(&[], Framed::as_bytes)
+            }
+
             /// Looks a wire name up (exact, case-sensitive).
             ///
             /// The name is matched as a `Packed` (integers), so the match
@@ -62,6 +77,64 @@ macro_rules! names {
     };
 }
 pub(crate) use names;
+
+/// How a writer frames a name ([`Framed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// `,"name":` — a member after another.
+    Member,
+    /// `{"type":"name"` — an event's first member.
+    TypeMember,
+}
+
+impl Framing {
+    pub(crate) const COUNT: usize = 2;
+}
+
+/// A name framed as JSON text (at most 64 bytes: every name the protocol
+/// defines is shorter).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Framed {
+    bytes: [u8; 64],
+    len: u8,
+}
+
+impl Framed {
+    // Evaluated at compile time only: a name too long is a build error.
+    #[allow(
+        clippy::indexing_slicing,
+        clippy::arithmetic_side_effects,
+        clippy::cast_possible_truncation
+    )]
+    pub(crate) const fn new(name: &[u8], framing: Framing) -> Self {
+        let (pre, post): (&[u8], &[u8]) = match framing {
+            Framing::Member => (b",\"", b"\":"),
+            Framing::TypeMember => (b"{\"type\":\"", b"\""),
+        };
+        let mut bytes = [0u8; 64];
+        let mut len = 0;
+        let parts = [pre, name, post];
+        let mut p = 0;
+        while p < parts.len() {
+            let part = parts[p];
+            let mut i = 0;
+            while i < part.len() {
+                bytes[len] = part[i];
+                len += 1;
+                i += 1;
+            }
+            p += 1;
+        }
+        Framed {
+            bytes,
+            len: len as u8,
+        }
+    }
+
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        self.bytes.get(..usize::from(self.len)).unwrap_or_default()
+    }
+}
 
 /// A name as integers: its length and its first and last eight bytes (four
 /// for names of four to seven bytes, the bytes themselves below that).

@@ -77,3 +77,22 @@ pub(crate) fn special_byte(src: &[u8], mut j: usize, controls: bool) -> usize {
     }
     j
 }
+
+/// True if `bytes` holds no backslash and no byte above 0x7F: JSON string
+/// contents that are their own text, and already in `JSON.stringify`
+/// form. Eight bytes at a time; the zero-byte test flags a byte above a
+/// real backslash at worst, never one where there is none.
+#[inline]
+pub(crate) fn plain_ascii(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let w = u64::from_le_bytes(<[u8; 8]>::try_from(word).unwrap_or([0; 8]));
+        let backslash = w ^ (ONES * u64::from(b'\\'));
+        if (w | (backslash.wrapping_sub(ONES) & !backslash)) & HIGH != 0 {
+            return false;
+        }
+    }
+    words.remainder().iter().all(|&b| b < 0x80 && b != b'\\')
+}

@@ -200,8 +200,8 @@ impl core::error::Error for BufferTooSmall {}
 
 /// True if the raw bytes are the decoded text and decoding could not map
 /// two different spellings to one text (no escapes, no invalid UTF-8).
-fn is_plain_ascii(raw: &[u8]) -> bool {
-    raw.is_ascii() && memchr::memchr(b'\\', raw).is_none()
+pub(crate) fn is_plain_ascii(raw: &[u8]) -> bool {
+    crate::view::scan::plain_ascii(raw)
 }
 
 impl JsonStr<'_> {
