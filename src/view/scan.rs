@@ -44,6 +44,33 @@ pub(crate) fn digits_end(src: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// wasm32 with SIMD: [`special_byte`]'s search sixteen bytes at a time
+/// (the wasm intrinsics are safe functions; the two words compile to one
+/// `v128.load`). Returns the hit, or where fewer than sixteen bytes are
+/// left (the word loop goes on from there).
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[inline(always)]
+fn special_block(src: &[u8], mut j: usize, controls: bool) -> usize {
+    use core::arch::wasm32::{
+        i8x16_bitmask, i8x16_eq, u8x16_lt, u8x16_splat, u64x2, v128_or,
+    };
+    while let Some(block) = src.get(j..j + 16) {
+        let (lo, hi) = block.split_at(8);
+        let word = |w: &[u8]| u64::from_le_bytes(<[u8; 8]>::try_from(w).unwrap_or([0; 8]));
+        let v = u64x2(word(lo), word(hi));
+        let mut hits = v128_or(i8x16_eq(v, u8x16_splat(b'"')), i8x16_eq(v, u8x16_splat(b'\\')));
+        if controls {
+            hits = v128_or(hits, u8x16_lt(v, u8x16_splat(0x20)));
+        }
+        let mask = i8x16_bitmask(hits);
+        if mask != 0 {
+            return j + mask.trailing_zeros() as usize;
+        }
+        j += 16;
+    }
+    j
+}
+
 /// Position of the first byte at or after `j` that is a quote, a backslash
 /// or (with `controls`) below 0x20; `src.len()` if none.
 ///
@@ -54,6 +81,10 @@ pub(crate) fn digits_end(src: &[u8], mut i: usize) -> usize {
 /// is exact.
 #[inline(always)]
 pub(crate) fn special_byte(src: &[u8], mut j: usize, controls: bool) -> usize {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    {
+        j = special_block(src, j, controls);
+    }
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
