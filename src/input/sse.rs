@@ -876,6 +876,35 @@ impl<'b, S: SpillSink> Framer<'b, S> {
         Ok(took)
     }
 
+    /// At the start of a block, with nothing of it read (no line, no
+    /// field, no CR pending, the BOM settled) and every line since the last
+    /// frame plain: where a caller that recognizes a whole `data: …\n\n`
+    /// block itself may take it ([`took_block`](Self::took_block)).
+    #[inline]
+    pub(crate) fn at_clean_block_start(&self) -> bool {
+        self.line == Line::Start
+            && self.mode == Mode::Empty
+            && self.block_start.is_none()
+            && self.bom == BOM_DONE
+            && !self.pending_cr
+            && self.plain
+            && self.event == Stored::Absent
+    }
+
+    /// Counts a block of `len` bytes the caller took whole at a clean block
+    /// start (one `data: ` line, LF, LF): what dispatching it would have
+    /// done. Returns its frame index and its stream offsets (start, end,
+    /// payload).
+    #[inline]
+    pub(crate) fn took_block(&mut self, len: usize) -> (u64, u64, u64, u64) {
+        let start = self.offset;
+        let index = self.frames;
+        self.frames = self.frames.saturating_add(1);
+        self.offset = self.offset.saturating_add(len as u64);
+        self.payload_offset = start.saturating_add(6);
+        (index, start, self.offset, self.payload_offset)
+    }
+
     /// Fast path for the shape nearly every frame has: at the start of a line, with no data
     /// line yet in the block, `rest` begins with a `data:` line that ends (at `rest[eol]`,
     /// the first CR or LF) in LF and a blank line, LF too. The frame is dispatched straight

@@ -51,14 +51,15 @@ pub(crate) fn digits_end(src: &[u8], mut i: usize) -> usize {
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 #[inline(always)]
 fn special_block(src: &[u8], mut j: usize, controls: bool) -> usize {
-    use core::arch::wasm32::{
-        i8x16_bitmask, i8x16_eq, u8x16_lt, u8x16_splat, u64x2, v128_or,
-    };
+    use core::arch::wasm32::{i8x16_bitmask, i8x16_eq, u8x16_lt, u8x16_splat, u64x2, v128_or};
     while let Some(block) = src.get(j..j + 16) {
         let (lo, hi) = block.split_at(8);
         let word = |w: &[u8]| u64::from_le_bytes(<[u8; 8]>::try_from(w).unwrap_or([0; 8]));
         let v = u64x2(word(lo), word(hi));
-        let mut hits = v128_or(i8x16_eq(v, u8x16_splat(b'"')), i8x16_eq(v, u8x16_splat(b'\\')));
+        let mut hits = v128_or(
+            i8x16_eq(v, u8x16_splat(b'"')),
+            i8x16_eq(v, u8x16_splat(b'\\')),
+        );
         if controls {
             hits = v128_or(hits, u8x16_lt(v, u8x16_splat(0x20)));
         }

@@ -1,0 +1,374 @@
+//! Runs of deltas: the frames that continue the last one.
+//!
+//! A model streams an answer as hundreds of frames in a row that differ only
+//! in their delta:
+//!
+//! ```text
+//! data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m-1","delta":"Hel"}
+//!
+//! data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m-1","delta":"lo","timestamp":1700000000049}
+//! ```
+//!
+//! Once such a frame has gone through every stage and passed, the next
+//! frame that repeats its bytes up to its delta reaches the same verdict in
+//! every stage but the schema's: the same type and id, an entity the
+//! verifier has open, a normalizer with no chunk lane open, a translator
+//! with nothing to translate, and none of them changes its state for it.
+//! So the pipeline checks only what differs — the delta (a JSON string),
+//! an optional integer `timestamp`, the end of the object and of the block
+//! — and hands the event to the sink, without the framer's line machine or
+//! the stages. Anything else ends the run and takes the general path.
+//! `tests::runs_give_what_the_general_path_gives` compares both over
+//! every split of the corpus's streams.
+
+use crate::input::json::string_end;
+use crate::protocol::dialect::Dialect;
+use crate::protocol::event_type::{EventType, Key};
+use crate::view::event::Event;
+use crate::view::json::RawJson;
+use crate::view::scan::digits_end;
+
+/// The longest prefix a run remembers (type, id and the `delta` name):
+/// ids up to about 70 bytes.
+const PREFIX: usize = 128;
+
+/// The frame a run continues: its payload's bytes up to its delta's value.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DeltaRun {
+    ty: EventType,
+    id_key: Key,
+    /// `{"type":"T","idKey":"id","delta":`
+    prefix: [u8; PREFIX],
+    len: u8,
+    /// Where the id's JSON string (quotes included) lies in the prefix.
+    id: (u8, u8),
+}
+
+/// One frame of a run, read from the input.
+pub(crate) struct RunFrame<'a> {
+    /// The block's length: `data: `, the payload, the blank line.
+    pub(crate) len: usize,
+    pub(crate) event: Event<'a>,
+}
+
+impl DeltaRun {
+    /// The run a passed frame starts, if its payload has the shape
+    /// `{"type":"T","idKey":"id","delta":…` (`T` a delta type, the id
+    /// without escapes).
+    pub(crate) fn starting(payload: &[u8], ty: EventType) -> Option<Self> {
+        let (type_name, id_name): (&[u8], &[u8]) = match ty {
+            EventType::TextMessageContent => (b"TEXT_MESSAGE_CONTENT", b"messageId"),
+            EventType::ToolCallArgs => (b"TOOL_CALL_ARGS", b"toolCallId"),
+            EventType::ReasoningMessageContent => (b"REASONING_MESSAGE_CONTENT", b"messageId"),
+            _ => return None,
+        };
+        let id_key = match ty {
+            EventType::ToolCallArgs => Key::ToolCallId,
+            _ => Key::MessageId,
+        };
+        let rest = payload.strip_prefix(b"{\"type\":\"")?;
+        let rest = rest.strip_prefix(type_name)?;
+        let rest = rest.strip_prefix(b"\",\"")?;
+        let rest = rest.strip_prefix(id_name)?;
+        let rest = rest.strip_prefix(b"\":")?;
+        let id_start = payload.len().checked_sub(rest.len())?;
+        let id_end = string_end(payload, id_start).ok()?;
+        let id = payload.get(id_start..id_end)?;
+        if memchr::memchr(b'\\', id).is_some() {
+            return None;
+        }
+        let len = id_end.checked_add(9)?;
+        if payload.get(id_end..len)? != b",\"delta\":" || len > PREFIX {
+            return None;
+        }
+        let mut prefix = [0u8; PREFIX];
+        prefix.get_mut(..len)?.copy_from_slice(payload.get(..len)?);
+        Some(DeltaRun {
+            ty,
+            id_key,
+            prefix,
+            len: u8::try_from(len).ok()?,
+            id: (u8::try_from(id_start).ok()?, u8::try_from(id_end).ok()?),
+        })
+    }
+
+    /// The frame at the start of `input`, if it continues the run: `data: `,
+    /// the prefix, a JSON string, optionally `,"timestamp":` and an integer
+    /// of 1 to 15 digits, `}`, and the blank line (LF, LF).
+    #[inline]
+    pub(crate) fn next<'a>(&self, input: &'a [u8], dialect: Dialect) -> Option<RunFrame<'a>> {
+        let prefix = self.prefix.get(..usize::from(self.len))?;
+        let payload_at: usize = 6;
+        let delta_at = payload_at.checked_add(prefix.len())?;
+        if input.get(..payload_at)? != b"data: " || input.get(payload_at..delta_at)? != prefix {
+            return None;
+        }
+        if input.get(delta_at) != Some(&b'"') {
+            return None;
+        }
+        let delta_end = string_end(input, delta_at).ok()?;
+        let mut at = delta_end;
+        let mut timestamp = None;
+        if input.get(at) == Some(&b',') {
+            let digits_at = at.checked_add(13)?;
+            if input.get(at..digits_at)? != b",\"timestamp\":" {
+                return None;
+            }
+            let end = digits_end(input, digits_at);
+            let digits = input.get(digits_at..end)?;
+            let plain = matches!(digits.len(), 1..=15)
+                && (digits.len() == 1 || digits.first() != Some(&b'0'));
+            if !plain {
+                return None;
+            }
+            timestamp = Some(digits);
+            at = end;
+        }
+        let payload_end = at.checked_add(1)?;
+        let len = payload_end.checked_add(2)?;
+        if input.get(at..len)? != b"}\n\n" {
+            return None;
+        }
+        let payload = input.get(payload_at..payload_end)?;
+        let (a, b) = (usize::from(self.id.0), usize::from(self.id.1));
+        let id = payload.get(a..b)?;
+        let delta = input.get(delta_at..delta_end)?;
+        let mut event = Event::empty(self.ty, dialect, Some(RawJson::exact(payload)));
+        event.set(self.id_key, Some(RawJson::exact(id)));
+        event.set(Key::Delta, Some(RawJson::exact(delta)));
+        event.set(Key::Timestamp, timestamp.map(RawJson::exact));
+        crate::testing::count_work(len);
+        Some(RunFrame { len, event })
+    }
+}
+
+/// Streams at the run's edges: long runs, and runs broken every way a
+/// frame can differ from the one before.
+#[cfg(test)]
+pub(crate) fn edge_streams() -> impl Iterator<Item = std::vec::Vec<u8>> {
+    extern crate std;
+    use std::format;
+    use std::vec::Vec;
+    let start = "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n\
+                 data: {\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"m1\",\"role\":\"assistant\"}\n\n\
+                 data: {\"type\":\"TOOL_CALL_START\",\"toolCallId\":\"c1\",\"toolCallName\":\"search\"}\n\n";
+    let text = |d: &str| {
+        format!(
+            "data: {{\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m1\",\"delta\":{d}}}\n\n"
+        )
+    };
+    let args = |d: &str| {
+        format!("data: {{\"type\":\"TOOL_CALL_ARGS\",\"toolCallId\":\"c1\",\"delta\":{d}}}\n\n")
+    };
+    let breaks = [
+        // Members, values and spellings a run does not take.
+        text("\"a\",\"timestamp\":17"),
+        text("\"a\",\"timestamp\":017"),
+        text("\"a\",\"timestamp\":1234567890123456"),
+        text("\"a\",\"timestamp\":-1"),
+        text("\"a\",\"timestamp\":1.5"),
+        text("\"a\",\"timestamp\":null"),
+        text("\"a\",\"rawEvent\":{}"),
+        text("\"a\",\"subagentRunId\":\"s\""),
+        text("\"a\",\"delta\":\"b\""),
+        text("\"q\\\"\\\\\\n\\u00e9\\ud83d x\""),
+        text("\"\""),
+        text("\"bad \\x\""),
+        text("5"),
+        text("\"a\" "),
+        "data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m1\",\"delta\":\"a\"}\r\n\r\n".into(),
+        "data:{\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m1\",\"delta\":\"a\"}\n\n".into(),
+        "data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m1\",\"delta\":\"a\"}\n\n\n".into(),
+        ": keep-alive\n\n".into(),
+        ": a comment\r\n\r\n".into(),
+        "event: x\ndata: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m1\",\"delta\":\"a\"}\n\n".into(),
+        "id: 9\n\n".into(),
+        "data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m1\",\n\"delta\":\"a\"}\n\n".into(),
+        "data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m1\",\"delta\":\"a\"}\ndata: {}\n\n".into(),
+        "data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\\u0031\",\"delta\":\"a\"}\n\n".into(),
+        // Another message, a chunk lane, the end of the message.
+        "data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m2\",\"delta\":\"a\"}\n\n".into(),
+        "data: {\"type\":\"TEXT_MESSAGE_CHUNK\",\"messageId\":\"m3\",\"delta\":\"a\"}\n\n".into(),
+        args("\"{\\\"q\\\":\""),
+        "data: {\"type\":\"TOOL_CALL_END\",\"toolCallId\":\"c1\"}\n\n".into(),
+        args("\"1}\""),
+        "data: {\"type\":\"TEXT_MESSAGE_END\",\"messageId\":\"m1\"}\n\n".into(),
+    ];
+    let mut streams = Vec::new();
+    // Each break between runs of the same frame; then every break in a row.
+    for b in &breaks {
+        let mut s = String::from(start);
+        for k in 0..6 {
+            s.push_str(&text(&format!("\"d{k}\"")));
+            s.push_str(&text(&format!("\"t{k}\",\"timestamp\":{k}")));
+        }
+        s.push_str(b);
+        for k in 0..6 {
+            s.push_str(&text(&format!("\"e{k}\"")));
+            s.push_str(&args(&format!("\"{k}\"")));
+        }
+        streams.push(s.into_bytes());
+    }
+    let mut all = String::from(start);
+    for b in &breaks {
+        all.push_str(&text("\"x\""));
+        all.push_str(&text("\"y\""));
+        all.push_str(b);
+    }
+    all.push_str("data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n");
+    streams.push(all.into_bytes());
+    use std::string::String;
+    streams.into_iter()
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use core::ops::ControlFlow;
+    use std::format;
+    use std::string::String;
+    use std::vec::Vec;
+
+    use crate::pipeline::{Config, Error, FrameInfo, Pipeline, Policy, Sink, Skipped};
+    use crate::protocol::dialect::Dialect;
+    use crate::view::event::Event;
+
+    /// Everything a sink is told, as text.
+    struct Log(String);
+
+    impl Sink for Log {
+        fn event(&mut self, event: &Event<'_>, f: &FrameInfo) -> ControlFlow<()> {
+            self.0.push_str(&format!("{event:?} {f:?}\n"));
+            ControlFlow::Continue(())
+        }
+        fn violation(
+            &mut self,
+            error: &Error,
+            f: &FrameInfo,
+            message: &dyn core::fmt::Display,
+        ) -> ControlFlow<()> {
+            self.0.push_str(&format!("! {error:?} {f:?} {message}\n"));
+            ControlFlow::Continue(())
+        }
+        fn skipped(&mut self, skipped: &Skipped) -> ControlFlow<()> {
+            self.0.push_str(&format!("- {skipped:?}\n"));
+            ControlFlow::Continue(())
+        }
+    }
+
+    fn run(stream: &[u8], config: Config, policy: Policy, piece: usize) -> String {
+        let mut buf = [0u8; 1024];
+        let mut p = Pipeline::new(&mut buf, config).policy(policy);
+        let mut log = Log(String::new());
+        for chunk in stream.chunks(piece) {
+            let read = p.push(chunk, &mut log);
+            log.0.push_str(&format!("push {read:?}\n"));
+        }
+        let end = p.finish(&mut log);
+        log.0
+            .push_str(&format!("finish {end:?} {} {}\n", p.frames(), p.offset()));
+        log.0
+    }
+
+    /// The events, frame details, violations, skipped blocks, results and
+    /// counts are the general path's, over every corpus stream and the
+    /// edge streams, in both dialects, under both policies (and with the
+    /// tool-argument check), in pushes of several sizes.
+    #[test]
+    #[cfg_attr(miri, ignore = "the whole corpus")]
+    fn runs_give_what_the_general_path_gives() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+        let mut streams: Vec<Vec<u8>> = Vec::new();
+        for dir in ["conformance", "extra", "real"] {
+            for entry in std::fs::read_dir(root.join(dir))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                if entry.path().extension().is_some_and(|x| x == "sse") {
+                    streams.extend(std::fs::read(entry.path()).ok());
+                }
+            }
+        }
+        assert!(streams.len() > 100, "the corpus is there");
+        streams.extend(super::edge_streams());
+        let configs = [
+            Config::new(),
+            Config::new().dialect(Dialect::V0),
+            Config::new().check_tool_args(true),
+        ];
+        let mut runs = 0;
+        for stream in &streams {
+            for config in configs {
+                for policy in [Policy::Stop, Policy::Monitor] {
+                    for piece in [usize::MAX, 1460, 61, 7] {
+                        let fast = run(stream, config, policy, piece);
+                        let general =
+                            crate::testing::general_only(|| run(stream, config, policy, piece));
+                        assert!(
+                            fast == general,
+                            "{config:?} {policy:?} {piece}\n{}",
+                            String::from_utf8_lossy(stream)
+                        );
+                        runs += 1;
+                    }
+                }
+            }
+        }
+        assert!(runs > 1000);
+    }
+
+    /// A run takes the frames that continue it, and no other.
+    #[test]
+    fn a_run_takes_what_continues_it() {
+        use super::DeltaRun;
+        use crate::protocol::event_type::EventType;
+        let first = br#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"a","x":1}"#;
+        let run = DeltaRun::starting(first, EventType::TextMessageContent).expect("a run");
+        let taken = |frame: &[u8]| {
+            run.next(frame, Dialect::V1)
+                .map(|f| (f.len, format!("{:?}", f.event)))
+        };
+        let next = b"data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m1\",\"delta\":\"b\\n\",\"timestamp\":7}\n\nrest";
+        let (len, event) = taken(next).expect("continues");
+        assert_eq!(len, next.len() - 4);
+        assert_eq!(
+            event,
+            r#"TEXT_MESSAGE_CONTENT { timestamp: RawJson(7), messageId: RawJson("m1"), delta: RawJson("b\n") }"#
+        );
+        for other in [
+            &b"data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m2\",\"delta\":\"b\"}\n\n"[..],
+            b"data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m1\",\"delta\":\"b\"}\r\n\r\n",
+            b"data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m1\",\"delta\":\"b\"}\n",
+            b"data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m1\",\"delta\":\"b\",\"timestamp\":07}\n\n",
+            b"data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m1\",\"delta\":\"b\",\"name\":\"x\"}\n\n",
+            b"data:{\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m1\",\"delta\":\"b\"}\n\n",
+        ] {
+            assert!(taken(other).is_none(), "{}", String::from_utf8_lossy(other));
+        }
+        // An id with an escape, or after the delta, starts no run.
+        let escaped = br#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m\u0031","delta":"a"}"#;
+        assert!(DeltaRun::starting(escaped, EventType::TextMessageContent).is_none());
+        let late = br#"{"type":"TEXT_MESSAGE_CONTENT","delta":"a","messageId":"m1"}"#;
+        assert!(DeltaRun::starting(late, EventType::TextMessageContent).is_none());
+    }
+
+    /// A delta frame that passes the stages starts a run.
+    #[test]
+    fn a_delta_frame_that_passes_starts_a_run() {
+        let stream = super::edge_streams().next().expect("a stream");
+        let mut buf = [0u8; 1024];
+        let mut p = Pipeline::new(&mut buf, Config::new());
+        let mut log = Log(String::new());
+        // Up to the second delta frame: the first sets the run.
+        let second = stream
+            .windows(2)
+            .enumerate()
+            .filter(|(_, w)| *w == b"\n\n")
+            .nth(4)
+            .map(|(i, _)| i + 2)
+            .expect("five frames");
+        p.push(&stream[..second], &mut log).expect("valid");
+        assert!(p.stages.run.is_some(), "a delta frame starts a run");
+    }
+}
