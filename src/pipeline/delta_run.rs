@@ -26,7 +26,7 @@ use crate::protocol::dialect::Dialect;
 use crate::protocol::event_type::{EventType, Key};
 use crate::view::event::Event;
 use crate::view::json::RawJson;
-use crate::view::scan::digits_end;
+use crate::view::scan::{digits_end, same_bytes};
 
 /// The longest prefix a run remembers (type, id and the `delta` name):
 /// ids up to about 70 bytes.
@@ -44,11 +44,17 @@ pub(crate) struct DeltaRun {
     id: (u8, u8),
 }
 
-/// One frame of a run, read from the input.
-pub(crate) struct RunFrame<'a> {
+/// One frame of a run, where its parts lie in the input (small, so that
+/// the event is built once, in place: on wasm a moved event is a
+/// `memory.copy`, a call in V8).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RunFrame {
     /// The block's length: `data: `, the payload, the blank line.
     pub(crate) len: usize,
-    pub(crate) event: Event<'a>,
+    /// The payload's end; the delta's and the timestamp's ranges.
+    payload_end: usize,
+    delta: (usize, usize),
+    timestamp: Option<(usize, usize)>,
 }
 
 impl DeltaRun {
@@ -96,11 +102,13 @@ impl DeltaRun {
     /// the prefix, a JSON string, optionally `,"timestamp":` and an integer
     /// of 1 to 15 digits, `}`, and the blank line (LF, LF).
     #[inline]
-    pub(crate) fn next<'a>(&self, input: &'a [u8], dialect: Dialect) -> Option<RunFrame<'a>> {
+    pub(crate) fn next(&self, input: &[u8]) -> Option<RunFrame> {
         let prefix = self.prefix.get(..usize::from(self.len))?;
         let payload_at: usize = 6;
         let delta_at = payload_at.checked_add(prefix.len())?;
-        if input.get(..payload_at)? != b"data: " || input.get(payload_at..delta_at)? != prefix {
+        if input.first_chunk::<6>() != Some(b"data: ")
+            || !same_bytes(input.get(payload_at..delta_at)?, prefix)
+        {
             return None;
         }
         if input.get(delta_at) != Some(&b'"') {
@@ -111,7 +119,7 @@ impl DeltaRun {
         let mut timestamp = None;
         if input.get(at) == Some(&b',') {
             let digits_at = at.checked_add(13)?;
-            if input.get(at..digits_at)? != b",\"timestamp\":" {
+            if input.get(at..)?.first_chunk::<13>() != Some(b",\"timestamp\":") {
                 return None;
             }
             let end = digits_end(input, digits_at);
@@ -121,24 +129,39 @@ impl DeltaRun {
             if !plain {
                 return None;
             }
-            timestamp = Some(digits);
+            timestamp = Some((digits_at, end));
             at = end;
         }
         let payload_end = at.checked_add(1)?;
         let len = payload_end.checked_add(2)?;
-        if input.get(at..len)? != b"}\n\n" {
+        if input.get(at..)?.first_chunk::<3>() != Some(b"}\n\n") {
             return None;
         }
-        let payload = input.get(payload_at..payload_end)?;
-        let (a, b) = (usize::from(self.id.0), usize::from(self.id.1));
-        let id = payload.get(a..b)?;
-        let delta = input.get(delta_at..delta_end)?;
-        let mut event = Event::empty(self.ty, dialect, Some(RawJson::exact(payload)));
-        event.set(self.id_key, Some(RawJson::exact(id)));
-        event.set(Key::Delta, Some(RawJson::exact(delta)));
-        event.set(Key::Timestamp, timestamp.map(RawJson::exact));
         crate::testing::count_work(len);
-        Some(RunFrame { len, event })
+        Some(RunFrame {
+            len,
+            payload_end,
+            delta: (delta_at, delta_end),
+            timestamp,
+        })
+    }
+
+    /// The event of `frame`, read from the same `input`.
+    #[inline]
+    pub(crate) fn event<'a>(
+        &self,
+        input: &'a [u8],
+        frame: &RunFrame,
+        dialect: Dialect,
+    ) -> Event<'a> {
+        let at = |(a, b): (usize, usize)| input.get(a..b).map(RawJson::exact);
+        let payload = input.get(6..frame.payload_end).unwrap_or_default();
+        let id = (usize::from(self.id.0), usize::from(self.id.1));
+        let mut event = Event::empty(self.ty, dialect, Some(RawJson::exact(payload)));
+        event.set(self.id_key, payload.get(id.0..id.1).map(RawJson::exact));
+        event.set(Key::Delta, at(frame.delta));
+        event.set(Key::Timestamp, frame.timestamp.and_then(at));
+        event
     }
 }
 
@@ -325,9 +348,9 @@ mod tests {
         use crate::protocol::event_type::EventType;
         let first = br#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"a","x":1}"#;
         let run = DeltaRun::starting(first, EventType::TextMessageContent).expect("a run");
-        let taken = |frame: &[u8]| {
-            run.next(frame, Dialect::V1)
-                .map(|f| (f.len, format!("{:?}", f.event)))
+        let taken = |input: &[u8]| {
+            run.next(input)
+                .map(|f| (f.len, format!("{:?}", run.event(input, &f, Dialect::V1))))
         };
         let next = b"data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m1\",\"delta\":\"b\\n\",\"timestamp\":7}\n\nrest";
         let (len, event) = taken(next).expect("continues");

@@ -517,14 +517,13 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             Err(e) => return Err(self.stop(Error::from_sse(e, self.framer.frames()))),
         };
         loop {
+            let rest = bytes.get(pos..).unwrap_or_default();
             if let Some(run) = &self.stages.run
                 && self.framer.at_clean_block_start()
                 && crate::testing::fast_paths()
-                && let Some(frame) = run.next(
-                    bytes.get(pos..).unwrap_or_default(),
-                    self.stages.config.dialect,
-                )
+                && let Some(frame) = run.next(rest)
             {
+                let event = run.event(rest, &frame, self.stages.config.dialect);
                 let (index, start, end, _) = self.framer.took_block(frame.len);
                 pos = pos.saturating_add(frame.len);
                 let info = FrameInfo {
@@ -535,12 +534,12 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                     original: true,
                     spilled: false,
                     stand_ins: StandIns::default(),
-                    input_type: Some(frame.event.event_type()),
+                    input_type: Some(event.event_type()),
                     plain: true,
                     cut_in_json: false,
                 };
                 self.stages.events = self.stages.events.saturating_add(1);
-                if sink.event(&frame.event, &info).is_break() {
+                if sink.event(&event, &info).is_break() {
                     return Ok(pos);
                 }
                 continue;

@@ -85,6 +85,7 @@ impl<'a> Event<'a> {
     }
 
     /// The slot of `key`, if the event's schema names it.
+    #[inline]
     fn slot(&self, key: Key) -> Option<usize> {
         let slots = match self.dialect {
             Dialect::V1 => &SLOTS_V1,
@@ -100,6 +101,7 @@ impl<'a> Event<'a> {
     }
 
     /// Sets a member the schema names (others have nowhere to go).
+    #[inline]
     pub(crate) fn set(&mut self, key: Key, value: Option<RawJson<'a>>) {
         let Some(i) = self.slot(key) else { return };
         if let Some(slot) = self.slots.get_mut(i) {

@@ -128,3 +128,42 @@ pub(crate) fn plain_ascii(bytes: &[u8]) -> bool {
     }
     words.remainder().iter().all(|&b| b < 0x80 && b != b'\\')
 }
+
+/// `a == b`, eight bytes at a time (wasm has no vectorized `memcmp`: a
+/// slice comparison there is a call to a byte loop). The last word
+/// overlaps the one before it where the length is not a multiple of 8.
+#[inline]
+pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let word = |w: &[u8]| u64::from_le_bytes(<[u8; 8]>::try_from(w).unwrap_or([0; 8]));
+    let Some(tail) = a.len().checked_sub(8) else {
+        // Shorter than a word: every byte, without an early exit (which
+        // the compiler would turn back into a `memcmp` call).
+        return a.iter().zip(b).fold(0, |diff, (x, y)| diff | (x ^ y)) == 0;
+    };
+    let last = |s: &[u8]| s.get(tail..).map(word);
+    last(a) == last(b)
+        && a.chunks_exact(8)
+            .zip(b.chunks_exact(8))
+            .all(|(x, y)| word(x) == word(y))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn same_bytes_is_slice_equality() {
+        let text = b"0123456789abcdefghijklmnopqrstuvwxyz";
+        for len in 0..text.len() {
+            for at in 0..len {
+                let a = &text[..len];
+                let mut b = a.to_vec();
+                assert!(super::same_bytes(a, &b));
+                b[at] ^= 1;
+                assert!(!super::same_bytes(a, &b), "{len} {at}");
+            }
+            assert!(!super::same_bytes(&text[..len], &text[..len + 1]));
+        }
+    }
+}

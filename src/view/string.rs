@@ -299,7 +299,7 @@ impl WordHash {
 impl PartialEq for JsonStr<'_> {
     #[inline]
     fn eq(&self, other: &Self) -> bool {
-        if self.raw == other.raw {
+        if crate::view::scan::same_bytes(self.raw, other.raw) {
             return true;
         }
         // Most ids are plain ASCII: then differing bytes are differing text.

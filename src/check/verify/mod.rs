@@ -715,7 +715,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         if crate::testing::fast_paths()
             && let Some((span, entry)) = self.open.get(last)
             && entry.kind == Open::Entity(kind)
-            && self.pool.bytes(span) == id.raw()
+            && crate::view::scan::same_bytes(self.pool.bytes(span), id.raw())
         {
             return Some(last);
         }

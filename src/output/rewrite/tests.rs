@@ -4,8 +4,6 @@
 use super::admission::BlockEnd;
 use super::relines::{self, no_bare_data_after_lf};
 use super::*;
-use crate::pipeline::error::Stage;
-use crate::protocol::event_type::EventType;
 
 /// The state of a stream beside its buffers, as docs/gateway.md and
 /// docs/capacities.md say.
@@ -21,6 +19,8 @@ fn state_is_fixed() {
 #[cfg(feature = "serde")]
 #[test]
 fn stats_serialize_with_names() {
+    use crate::pipeline::error::Stage;
+    use crate::protocol::event_type::EventType;
     let mut stats = Stats {
         bytes_in: 7,
         ..Stats::default()
