@@ -129,25 +129,40 @@ pub(crate) fn plain_ascii(bytes: &[u8]) -> bool {
     words.remainder().iter().all(|&b| b < 0x80 && b != b'\\')
 }
 
-/// `a == b`, eight bytes at a time (wasm has no vectorized `memcmp`: a
-/// slice comparison there is a call to a byte loop). The last word
-/// overlaps the one before it where the length is not a multiple of 8.
+/// `a == b`, sixteen bytes at a time (wasm has no vectorized `memcmp`: a
+/// slice comparison there is a call to a byte loop). The last block
+/// overlaps the one before it where the length is not a multiple of 16.
 #[inline]
 pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
-    let word = |w: &[u8]| u64::from_le_bytes(<[u8; 8]>::try_from(w).unwrap_or([0; 8]));
-    let Some(tail) = a.len().checked_sub(8) else {
+    let block = |s: &[u8], i: usize| {
+        s.get(i..i + 16)
+            .and_then(|w| <[u8; 16]>::try_from(w).ok())
+            .map(u128::from_le_bytes)
+    };
+    let Some(last) = a.len().checked_sub(16) else {
+        let word = |s: &[u8], i: usize| {
+            s.get(i..i + 8)
+                .and_then(|w| <[u8; 8]>::try_from(w).ok())
+                .map(u64::from_le_bytes)
+        };
+        if let Some(last) = a.len().checked_sub(8) {
+            return word(a, 0) == word(b, 0) && word(a, last) == word(b, last);
+        }
         // Shorter than a word: every byte, without an early exit (which
         // the compiler would turn back into a `memcmp` call).
         return a.iter().zip(b).fold(0, |diff, (x, y)| diff | (x ^ y)) == 0;
     };
-    let last = |s: &[u8]| s.get(tail..).map(word);
-    last(a) == last(b)
-        && a.chunks_exact(8)
-            .zip(b.chunks_exact(8))
-            .all(|(x, y)| word(x) == word(y))
+    let mut i = 0;
+    while i < last {
+        if block(a, i) != block(b, i) {
+            return false;
+        }
+        i += 16;
+    }
+    block(a, last) == block(b, last)
 }
 
 #[cfg(test)]
