@@ -33,6 +33,8 @@ pub(crate) fn decode_delta(payload: &[u8], dialect: Dialect, limits: Limits) -> 
         return None;
     }
     let (ty, id_key, id_required, mut i) = delta_type(payload, dialect)?;
+    // Every byte is read once, as the general validator reads it.
+    crate::testing::count_work(payload.len());
     let mut event = Event::empty(ty, dialect, Some(RawJson::exact(payload)));
     // Which of id, delta and timestamp have been read.
     let mut seen = [false; 3];
