@@ -17,7 +17,9 @@
 //! So the pipeline checks only what differs — the delta (a JSON string),
 //! an optional integer `timestamp`, the end of the object and of the block
 //! — and hands the event to the sink, without the framer's line machine or
-//! the stages. Anything else ends the run and takes the general path.
+//! the stages (a frame wholly in the push), or without the stages (a frame
+//! the framer put together from several pushes). Anything else ends the
+//! run and takes the general path.
 //! `tests::runs_give_what_the_general_path_gives` compares both over
 //! every split of the corpus's streams.
 
@@ -51,7 +53,8 @@ pub(crate) struct DeltaRun {
 pub(crate) struct RunFrame {
     /// The block's length: `data: `, the payload, the blank line.
     pub(crate) len: usize,
-    /// The payload's end; the delta's and the timestamp's ranges.
+    /// The payload's start and end; the delta's and the timestamp's ranges.
+    payload_at: usize,
     payload_end: usize,
     delta: (usize, usize),
     timestamp: Option<(usize, usize)>,
@@ -103,15 +106,35 @@ impl DeltaRun {
     /// of 1 to 15 digits, `}`, and the blank line (LF, LF).
     #[inline]
     pub(crate) fn next(&self, input: &[u8]) -> Option<RunFrame> {
-        let prefix = self.prefix.get(..usize::from(self.len))?;
-        let payload_at: usize = 6;
-        let delta_at = payload_at.checked_add(prefix.len())?;
-        if input.first_chunk::<6>() != Some(b"data: ")
-            || !same_bytes(input.get(payload_at..delta_at)?, prefix)
-        {
+        if input.first_chunk::<6>() != Some(b"data: ") {
             return None;
         }
-        if input.get(delta_at) != Some(&b'"') {
+        let mut frame = self.read(input, 6)?;
+        if input.get(frame.payload_end..)?.first_chunk::<2>() != Some(b"\n\n") {
+            return None;
+        }
+        frame.len = frame.payload_end.checked_add(2)?;
+        crate::testing::count_work(frame.len);
+        Some(frame)
+    }
+
+    /// The same for a frame's payload the framer has put together (a frame
+    /// that spanned pushes): the prefix, the delta, the timestamp, `}`.
+    #[inline]
+    pub(crate) fn in_payload(&self, payload: &[u8]) -> Option<RunFrame> {
+        let frame = self.read(payload, 0)?;
+        crate::testing::count_work(payload.len());
+        (frame.payload_end == payload.len()).then_some(frame)
+    }
+
+    /// The payload at `payload_at` up to its `}`, if it continues the run.
+    #[inline(always)]
+    fn read(&self, input: &[u8], payload_at: usize) -> Option<RunFrame> {
+        let prefix = self.prefix.get(..usize::from(self.len))?;
+        let delta_at = payload_at.checked_add(prefix.len())?;
+        if !same_bytes(input.get(payload_at..delta_at)?, prefix)
+            || input.get(delta_at) != Some(&b'"')
+        {
             return None;
         }
         let delta_end = string_end(input, delta_at).ok()?;
@@ -132,14 +155,13 @@ impl DeltaRun {
             timestamp = Some((digits_at, end));
             at = end;
         }
-        let payload_end = at.checked_add(1)?;
-        let len = payload_end.checked_add(2)?;
-        if input.get(at..)?.first_chunk::<3>() != Some(b"}\n\n") {
+        if input.get(at) != Some(&b'}') {
             return None;
         }
-        crate::testing::count_work(len);
+        let payload_end = at.checked_add(1)?;
         Some(RunFrame {
-            len,
+            len: payload_end,
+            payload_at,
             payload_end,
             delta: (delta_at, delta_end),
             timestamp,
@@ -155,7 +177,9 @@ impl DeltaRun {
         dialect: Dialect,
     ) -> Event<'a> {
         let at = |(a, b): (usize, usize)| input.get(a..b).map(RawJson::exact);
-        let payload = input.get(6..frame.payload_end).unwrap_or_default();
+        let payload = input
+            .get(frame.payload_at..frame.payload_end)
+            .unwrap_or_default();
         let id = (usize::from(self.id.0), usize::from(self.id.1));
         let mut event = Event::empty(self.ty, dialect, Some(RawJson::exact(payload)));
         event.set(self.id_key, payload.get(id.0..id.1).map(RawJson::exact));
@@ -199,6 +223,8 @@ pub(crate) fn edge_streams() -> impl Iterator<Item = std::vec::Vec<u8>> {
         text("\"bad \\x\""),
         text("5"),
         text("\"a\" "),
+        text("\"a\"}"),
+        text("\"a\",\"timestamp\":5}x"),
         "data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m1\",\"delta\":\"a\"}\r\n\r\n".into(),
         "data:{\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m1\",\"delta\":\"a\"}\n\n".into(),
         "data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m1\",\"delta\":\"a\"}\n\n\n".into(),
