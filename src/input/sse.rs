@@ -893,16 +893,15 @@ impl<'b, S: SpillSink> Framer<'b, S> {
 
     /// Counts a block of `len` bytes the caller took whole at a clean block
     /// start (one `data: ` line, LF, LF): what dispatching it would have
-    /// done. Returns its frame index and its stream offsets (start, end,
-    /// payload).
+    /// done. Returns its frame index and its stream offsets (start, end).
     #[inline]
-    pub(crate) fn took_block(&mut self, len: usize) -> (u64, u64, u64, u64) {
+    pub(crate) fn took_block(&mut self, len: usize) -> (u64, u64, u64) {
         let start = self.offset;
         let index = self.frames;
         self.frames = self.frames.saturating_add(1);
         self.offset = self.offset.saturating_add(len as u64);
         self.payload_offset = start.saturating_add(6);
-        (index, start, self.offset, self.payload_offset)
+        (index, start, self.offset)
     }
 
     /// Fast path for the shape nearly every frame has: at the start of a line, with no data

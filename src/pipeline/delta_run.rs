@@ -20,8 +20,9 @@
 //! the stages (a frame wholly in the push), or without the stages (a frame
 //! the framer put together from several pushes). Anything else ends the
 //! run and takes the general path.
-//! `tests::runs_give_what_the_general_path_gives` compares both over
-//! every split of the corpus's streams.
+//! `tests::runs_give_what_the_general_path_gives` compares both on the
+//! corpus's streams and on streams built at a run's edges, in several push
+//! sizes.
 
 use crate::input::json::string_end;
 use crate::protocol::dialect::Dialect;

@@ -524,7 +524,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                 && let Some(frame) = run.next(rest)
             {
                 let event = run.event(rest, &frame, self.stages.config.dialect);
-                let (index, start, end, _) = self.framer.took_block(frame.len);
+                let (index, start, end) = self.framer.took_block(frame.len);
                 pos = pos.saturating_add(frame.len);
                 let info = FrameInfo {
                     index,
@@ -686,6 +686,8 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         if let Some(e) = self.failed {
             return Err(e);
         }
+        // A stream that follows starts with the general path.
+        self.stages.run = None;
         let frames_before = self.framer.frames();
         let bytes = self.framer.offset();
         let mut unterminated = false;
