@@ -6,9 +6,7 @@
 use core::fmt;
 
 use super::walk::{self, Name, Node};
-use crate::protocol::dialect::Dialect;
 use crate::protocol::event_type::Framing;
-use crate::protocol::schema;
 use crate::view::event::Event;
 use crate::view::json::{JsonKind, RawJson, Token, Tokens};
 use crate::view::string::{JsonStr, encode_wtf8, is_plain_ascii};
@@ -132,36 +130,8 @@ impl Write for std::vec::Vec<u8> {
 /// [`BufferFull`] when `out` has no room left (what was written stays).
 pub fn encode<W: Write + ?Sized>(event: &Event<'_>, out: &mut W) -> Result<(), BufferFull> {
     out.write_bytes(event.event_type().framed(Framing::TypeMember))?;
-    if is_flat(event) {
-        // What the walk writes for it, without the walk: every member's
-        // value is a scalar, which the walk writes as it is (a string
-        // re-escaped where it needs it).
-        for field in schema::event_fields(event.dialect(), event.event_type()) {
-            if let Some(v) = event.get(field.key) {
-                out.write_bytes(field.key.framed(Framing::Member))?;
-                match v.kind() {
-                    JsonKind::String => write_json_str(v, out)?,
-                    _ => out.write_bytes(v.as_bytes())?,
-                }
-            }
-        }
-    } else {
-        walk::event(event, |name, value| write_member(false, name, value, out))?;
-    }
+    walk::event(event, |name, value| write_member(false, name, value, out))?;
     out.write_bytes(b"}")
-}
-
-/// An event whose members the walk writes as they are: no object or array
-/// among them, and no V0 members passed through from its object.
-#[inline]
-fn is_flat(event: &Event<'_>) -> bool {
-    if event.dialect() == Dialect::V0 && event.object().is_some() {
-        return false;
-    }
-    schema::event_fields(event.dialect(), event.event_type())
-        .iter()
-        .filter_map(|field| event.get(field.key))
-        .all(|v| !matches!(v.kind(), JsonKind::Object | JsonKind::Array))
 }
 
 /// [`encode`] into a slice; returns the length written.
