@@ -38,15 +38,19 @@ const PREFIX: usize = 128;
 /// The frame a run continues: its payload's bytes up to its delta's value.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct DeltaRun {
+    /// The type of the frames (a `*_CHUNK` for a chunk run).
+    input_type: EventType,
+    /// The type of the event the sink gets (the chunk's CONTENT or ARGS).
     ty: EventType,
     id_key: Key,
-    /// `{"type":"T","idKey":"id","delta":`
-    prefix: [u8; PREFIX],
+    /// `{"type":"T","idKey":"id","delta":`; for a chunk run,
+    /// `{"type":"T_CHUNK","delta":` and then its lane's id (JSON).
+    bytes: [u8; PREFIX],
+    /// The prefix's length.
     len: u8,
-    /// Where the id's JSON string (quotes included) lies in the prefix.
+    /// Where the id's JSON string (quotes included) lies in `bytes`.
     id: (u8, u8),
 }
-
 /// One frame of a run, where its parts lie in the input (small, so that
 /// the event is built once, in place: on wasm a moved event is a
 /// `memory.copy`, a call in V8).
@@ -91,15 +95,69 @@ impl DeltaRun {
         if payload.get(id_end..len)? != b",\"delta\":" || len > PREFIX {
             return None;
         }
-        let mut prefix = [0u8; PREFIX];
-        prefix.get_mut(..len)?.copy_from_slice(payload.get(..len)?);
+        let mut bytes = [0u8; PREFIX];
+        bytes.get_mut(..len)?.copy_from_slice(payload.get(..len)?);
         Some(DeltaRun {
+            input_type: ty,
             ty,
             id_key,
-            prefix,
+            bytes,
             len: u8::try_from(len).ok()?,
             id: (u8::try_from(id_start).ok()?, u8::try_from(id_end).ok()?),
         })
+    }
+
+    /// The run a passed chunk continuation starts: a frame that is exactly
+    /// `{"type":"T_CHUNK","delta":…}` (and an integer `timestamp`), which
+    /// gave one event, the CONTENT (ARGS) of its lane, whose id is
+    /// `lane_id` (JSON) and which names no owner.
+    pub(crate) fn chunk(payload: &[u8], input_type: EventType, lane_id: &[u8]) -> Option<Self> {
+        let (type_name, ty, id_key): (&[u8], _, _) = match input_type {
+            EventType::TextMessageChunk => (
+                b"TEXT_MESSAGE_CHUNK",
+                EventType::TextMessageContent,
+                Key::MessageId,
+            ),
+            EventType::ToolCallChunk => {
+                (b"TOOL_CALL_CHUNK", EventType::ToolCallArgs, Key::ToolCallId)
+            }
+            EventType::ReasoningMessageChunk => (
+                b"REASONING_MESSAGE_CHUNK",
+                EventType::ReasoningMessageContent,
+                Key::MessageId,
+            ),
+            _ => return None,
+        };
+        let rest = payload.strip_prefix(b"{\"type\":\"")?;
+        let rest = rest.strip_prefix(type_name)?;
+        rest.strip_prefix(b"\",\"delta\":")?;
+        let len = payload.len().checked_sub(rest.len())?.checked_add(10)?;
+        let id_end = len.checked_add(lane_id.len())?;
+        let mut bytes = [0u8; PREFIX];
+        bytes.get_mut(..len)?.copy_from_slice(payload.get(..len)?);
+        bytes.get_mut(len..id_end)?.copy_from_slice(lane_id);
+        let run = DeltaRun {
+            input_type,
+            ty,
+            id_key,
+            bytes,
+            len: u8::try_from(len).ok()?,
+            id: (u8::try_from(len).ok()?, u8::try_from(id_end).ok()?),
+        };
+        // The frame itself has the run's shape: nothing but the delta and
+        // a timestamp, so no id, owner or opener field to resolve or agree.
+        run.in_payload(payload)?;
+        Some(run)
+    }
+
+    /// A chunk run: its events are the pipeline's, not the frames'.
+    pub(crate) fn expands(&self) -> bool {
+        self.input_type != self.ty
+    }
+
+    /// The frames' type.
+    pub(crate) fn input_type(&self) -> EventType {
+        self.input_type
     }
 
     /// The frame at the start of `input`, if it continues the run: `data: `,
@@ -131,7 +189,7 @@ impl DeltaRun {
     /// The payload at `payload_at` up to its `}`, if it continues the run.
     #[inline(always)]
     fn read(&self, input: &[u8], payload_at: usize) -> Option<RunFrame> {
-        let prefix = self.prefix.get(..usize::from(self.len))?;
+        let prefix = self.bytes.get(..usize::from(self.len))?;
         let delta_at = payload_at.checked_add(prefix.len())?;
         if !same_bytes(input.get(payload_at..delta_at)?, prefix)
             || input.get(delta_at) != Some(&b'"')
@@ -169,10 +227,11 @@ impl DeltaRun {
         })
     }
 
-    /// The event of `frame`, read from the same `input`.
+    /// The event of `frame`, read from the same `input`: the frame's own, or
+    /// (a chunk run) the CONTENT or ARGS of its lane.
     #[inline]
     pub(crate) fn event<'a>(
-        &self,
+        &'a self,
         input: &'a [u8],
         frame: &RunFrame,
         dialect: Dialect,
@@ -182,10 +241,17 @@ impl DeltaRun {
             .get(frame.payload_at..frame.payload_end)
             .unwrap_or_default();
         let id = (usize::from(self.id.0), usize::from(self.id.1));
-        let mut event = Event::empty(self.ty, dialect, Some(RawJson::exact(payload)));
-        event.set(self.id_key, payload.get(id.0..id.1).map(RawJson::exact));
+        let (object, id) = if self.expands() {
+            (None, self.bytes.get(id.0..id.1))
+        } else {
+            (Some(RawJson::exact(payload)), payload.get(id.0..id.1))
+        };
+        let mut event = Event::empty(self.ty, dialect, object);
+        event.set(self.id_key, id.map(RawJson::exact));
         event.set(Key::Delta, at(frame.delta));
-        event.set(Key::Timestamp, frame.timestamp.and_then(at));
+        if !self.expands() {
+            event.set(Key::Timestamp, frame.timestamp.and_then(at));
+        }
         event
     }
 }
@@ -244,7 +310,45 @@ pub(crate) fn edge_streams() -> impl Iterator<Item = std::vec::Vec<u8>> {
         args("\"1}\""),
         "data: {\"type\":\"TEXT_MESSAGE_END\",\"messageId\":\"m1\"}\n\n".into(),
     ];
+    // Chunk continuations: runs of them, and each way one can differ.
+    let chunk = |ty: &str, d: &str| format!("data: {{\"type\":\"{ty}\",\"delta\":{d}}}\n\n");
+    let lanes = "data: {\"type\":\"TEXT_MESSAGE_CHUNK\",\"messageId\":\"lane-1\",\"delta\":\"a\"}\n\n\
+                 data: {\"type\":\"TOOL_CALL_CHUNK\",\"toolCallId\":\"c9\",\"toolCallName\":\"search\",\"delta\":\"{\"}\n\n\
+                 data: {\"type\":\"REASONING_MESSAGE_CHUNK\",\"messageId\":\"r\\u0031\",\"delta\":\"a\"}\n\n";
+    let chunk_breaks = [
+        chunk("TEXT_MESSAGE_CHUNK", "\"x\",\"timestamp\":9"),
+        chunk("TEXT_MESSAGE_CHUNK", "\"x\",\"messageId\":\"lane-1\""),
+        chunk("TEXT_MESSAGE_CHUNK", "\"x\",\"messageId\":\"lane-2\""),
+        chunk("TEXT_MESSAGE_CHUNK", "\"x\",\"role\":\"user\""),
+        chunk("TEXT_MESSAGE_CHUNK", "\"x\",\"subagentRunId\":\"s\""),
+        chunk("TEXT_MESSAGE_CHUNK", "\"x\",\"rawEvent\":{}"),
+        chunk("TOOL_CALL_CHUNK", "\"1}\""),
+        chunk("TOOL_CALL_CHUNK", "\"x\",\"toolCallName\":\"other\""),
+        chunk("REASONING_MESSAGE_CHUNK", "\"y\""),
+        chunk("TEXT_MESSAGE_CHUNK", "\"\""),
+        "data: {\"type\":\"TEXT_MESSAGE_CHUNK\",\"delta\":\"x\"}\r\n\r\n".into(),
+        "data: {\"type\":\"TEXT_MESSAGE_END\",\"messageId\":\"lane-1\"}\n\n".into(),
+        text("\"after the lanes\""),
+    ];
     let mut streams = Vec::new();
+    for b in &chunk_breaks {
+        let mut s = String::from(start);
+        s.push_str(lanes);
+        for k in 0..5 {
+            s.push_str(&chunk("TEXT_MESSAGE_CHUNK", &format!("\"c{k}\"")));
+            s.push_str(&chunk(
+                "TEXT_MESSAGE_CHUNK",
+                &format!("\"t{k}\",\"timestamp\":{k}"),
+            ));
+        }
+        s.push_str(b);
+        for k in 0..5 {
+            s.push_str(&chunk("TOOL_CALL_CHUNK", &format!("\"{k}\"")));
+            s.push_str(&chunk("REASONING_MESSAGE_CHUNK", &format!("\"{k}\"")));
+            s.push_str(&chunk("TEXT_MESSAGE_CHUNK", &format!("\"{k}\"")));
+        }
+        streams.push(s.into_bytes());
+    }
     // Each break between runs of the same frame; then every break in a row.
     for b in &breaks {
         let mut s = String::from(start);
@@ -403,22 +507,50 @@ mod tests {
         assert!(DeltaRun::starting(late, EventType::TextMessageContent).is_none());
     }
 
-    /// A delta frame that passes the stages starts a run.
+    /// A delta frame, or a chunk continuation, that passes the stages
+    /// starts a run; the frames that continue it leave it in place; any
+    /// other frame ends it.
     #[test]
-    fn a_delta_frame_that_passes_starts_a_run() {
-        let stream = super::edge_streams().next().expect("a stream");
+    fn runs_start_and_end() {
         let mut buf = [0u8; 1024];
         let mut p = Pipeline::new(&mut buf, Config::new());
         let mut log = Log(String::new());
-        // Up to the second delta frame: the first sets the run.
-        let second = stream
-            .windows(2)
-            .enumerate()
-            .filter(|(_, w)| *w == b"\n\n")
-            .nth(4)
-            .map(|(i, _)| i + 2)
-            .expect("five frames");
-        p.push(&stream[..second], &mut log).expect("valid");
-        assert!(p.stages.run.is_some(), "a delta frame starts a run");
+        let mut push = |bytes: &str| {
+            p.push(bytes.as_bytes(), &mut log).expect("valid");
+            p.stages.run.map(|r| (r.input_type(), r.expands()))
+        };
+        use crate::protocol::event_type::EventType as T;
+        let started =
+            push("data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n");
+        assert_eq!(started, None);
+        push("data: {\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"m\"}\n\n");
+        let content =
+            "data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"a\"}\n\n";
+        assert_eq!(push(content), Some((T::TextMessageContent, false)));
+        assert_eq!(push(content), Some((T::TextMessageContent, false)));
+        // A chunk that opens a lane gives two events: no run; its
+        // continuation gives one.
+        let opener =
+            "data: {\"type\":\"TEXT_MESSAGE_CHUNK\",\"messageId\":\"n\",\"delta\":\"b\"}\n\n";
+        assert_eq!(push(opener), None);
+        let more = "data: {\"type\":\"TEXT_MESSAGE_CHUNK\",\"delta\":\"c\"}\n\n";
+        assert_eq!(push(more), Some((T::TextMessageChunk, true)));
+        assert_eq!(push(more), Some((T::TextMessageChunk, true)));
+        assert_eq!(
+            push("data: {\"type\":\"CUSTOM\",\"name\":\"x\",\"value\":1}\n\n"),
+            None
+        );
+        let text = log.0;
+        // The continuation's event is its lane's CONTENT, told as made by
+        // the pipeline (not original) from a TEXT_MESSAGE_CHUNK frame.
+        assert_eq!(
+            text.matches(
+                "TEXT_MESSAGE_CONTENT { messageId: RawJson(\"n\"), delta: RawJson(\"c\") }"
+            )
+            .count(),
+            2,
+            "{text}"
+        );
+        assert!(text.contains("original: false"));
     }
 }

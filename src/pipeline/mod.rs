@@ -18,7 +18,7 @@ use crate::input::sse::{self, Block, FieldValue, Frame, Framer};
 use crate::pipeline::delta_run::DeltaRun;
 use crate::pipeline::error::{Error, ErrorKind, Stage};
 use crate::protocol::dialect::Dialect;
-use crate::protocol::event_type::EventType;
+use crate::protocol::event_type::{EventType, Key};
 use crate::view::event::Event;
 
 /// Default capacity of the verifier's open-id table (open text messages,
@@ -531,10 +531,10 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                     start,
                     end,
                     terminated: true,
-                    original: true,
+                    original: !run.expands(),
                     spilled: false,
                     stand_ins: StandIns::default(),
-                    input_type: Some(event.event_type()),
+                    input_type: Some(run.input_type()),
                     plain: true,
                     cut_in_json: false,
                 };
@@ -814,10 +814,10 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
                 start: frame.start,
                 end: frame.end,
                 terminated: frame.terminated,
-                original: true,
+                original: !run.expands(),
                 spilled: false,
                 stand_ins,
-                input_type: Some(event.event_type()),
+                input_type: Some(run.input_type()),
                 plain,
                 cut_in_json: false,
             };
@@ -884,8 +884,11 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
         // the last of them.
         let mut flow = ControlFlow::Continue(());
         let mut heard = false;
-        // Events the frame gave that passed, and whether one did not.
+        // Events the frame gave that passed, and whether one did not; the
+        // id of a synthesized event that names nothing else (a chunk run
+        // may continue it).
         let (mut passed, mut rejected) = (0u32, false);
+        let mut lane_id = heapless::Vec::<u8, 64>::new();
         let result = self.normalizer.process(event, |out| {
             heard = true;
             // Only a decoded event carries its object; synthesized and
@@ -895,6 +898,15 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
                 Ok(()) => {
                     *events = events.saturating_add(1);
                     passed = passed.saturating_add(1);
+                    let bare = !info.original
+                        && out.subagent_run_id().is_none()
+                        && out.metadata().is_none()
+                        && out.raw_event().is_none();
+                    let id = out.get(Key::MessageId).or_else(|| out.get(Key::ToolCallId));
+                    lane_id.clear();
+                    if let (true, Some(id)) = (bare, id) {
+                        let _ = lane_id.extend_from_slice(id.as_bytes());
+                    }
                     sink.event(out, &info)
                 }
                 Err(e) => {
@@ -914,18 +926,26 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
             Ok(()) if !heard => Ok(sink.skipped(&Skipped::Absorbed(info))),
             Ok(()) => {
                 // A delta event that passed as it was, with no chunk lane
-                // open and no tool arguments to follow: the next frames
-                // may continue it.
+                // open, or a chunk continuation that gave its lane's
+                // CONTENT (ARGS) and nothing else; no tool arguments to
+                // follow: the next frames may continue it.
                 let delta = translated.is_none()
                     && passed == 1
                     && !rejected
                     && staged.is_none()
                     && !frame.spilled
-                    && self.normalizer.open_lanes() == 0
+                    && (!lane_id.is_empty() || self.normalizer.open_lanes() == 0)
                     && !(self.config.check_tool_args
-                        && event.event_type() == EventType::ToolCallArgs);
-                if delta {
-                    self.run = DeltaRun::starting(frame.payload, event.event_type());
+                        && matches!(
+                            event.event_type(),
+                            EventType::ToolCallArgs | EventType::ToolCallChunk
+                        ));
+                if delta && event.object().is_some() {
+                    let ty = event.event_type();
+                    self.run = match lane_id.is_empty() {
+                        true => DeltaRun::starting(frame.payload, ty),
+                        false => DeltaRun::chunk(frame.payload, ty, &lane_id),
+                    };
                 }
                 Ok(flow)
             }
