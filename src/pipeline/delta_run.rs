@@ -20,6 +20,12 @@
 //! the stages (a frame wholly in the push), or without the stages (a frame
 //! the framer put together from several pushes). Anything else ends the
 //! run and takes the general path.
+//!
+//! Chunk continuations make runs too: once `{"type":"TEXT_MESSAGE_CHUNK",
+//! "delta":…}` (nothing but the delta and a timestamp) has given its lane's
+//! CONTENT and nothing else, the next frame of that shape gives the same
+//! lane's CONTENT (`TOOL_CALL_CHUNK` its ARGS, `REASONING_MESSAGE_CHUNK` its
+//! CONTENT), made here as the normalizer makes it.
 //! `tests::runs_give_what_the_general_path_gives` compares both on the
 //! corpus's streams and on streams built at a run's edges, in several push
 //! sizes.
