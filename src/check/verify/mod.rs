@@ -359,7 +359,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
     /// arguments — its TOOL_CALL_ARGS deltas, concatenated — are one
     /// complete JSON value by its TOOL_CALL_END ([`Rule::ToolCallArgs`]).
     /// The reference does not check this. Arguments are validated as they
-    /// stream, in 24 bytes per open tool call (at most [`ARGS_CHECKED`] at
+    /// stream, in 24 bytes per open tool call (at most 8 at
     /// once, nested at most 64 deep), without buffering them.
     pub const fn check_tool_args(mut self, check: bool) -> Self {
         self.check_args = check;
