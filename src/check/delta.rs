@@ -245,6 +245,7 @@ mod tests {
     /// Every data line of the corpus (one-line frames) and of the bench
     /// streams, if they are there.
     #[test]
+    #[cfg_attr(miri, ignore = "reads the corpus")]
     fn agrees_with_the_general_path_on_the_corpus() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let mut files = Vec::new();
