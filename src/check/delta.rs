@@ -227,6 +227,7 @@ mod tests {
     use std::borrow::ToOwned;
 
     #[test]
+    #[cfg_attr(miri, ignore = "thousands of decodes")]
     fn gives_the_general_paths_event_or_leaves_the_frame_to_it() {
         let mut taken = 0;
         for text in variants() {
