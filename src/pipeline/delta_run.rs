@@ -235,7 +235,7 @@ impl DeltaRun {
 
     /// The event of `frame`, read from the same `input`: the frame's own, or
     /// (a chunk run) the CONTENT or ARGS of its lane.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn event<'a>(
         &'a self,
         input: &'a [u8],
