@@ -39,7 +39,11 @@ use std::time::Instant;
 
 use agui_stream::Config;
 use agui_stream::rewrite::{Options, Rewriter};
-use wasmi::{Engine, Linker, Memory, Module, Store, TypedFunc};
+use wasmi::{Engine, Module};
+
+#[path = "../tests/support/wasm_host.rs"]
+mod wasm_host;
+use wasm_host::Host;
 
 /// The plugin's frame and raw buffers (`FRAME_CAP`, `RAW_CAP`).
 const BUFFER: usize = 64 * 1024;
@@ -219,61 +223,28 @@ impl Native {
     }
 }
 
-/// The module, instantiated once under wasmi, and the exports a run calls.
+/// The module, instantiated once under wasmi (`tests/support/wasm_host.rs`).
 struct Plugin {
-    store: Store<()>,
-    memory: Memory,
-    init: TypedFunc<i32, i32>,
-    input_ptr: TypedFunc<(), i32>,
-    input_cap: TypedFunc<(), i32>,
-    push: TypedFunc<i32, i32>,
-    pending: TypedFunc<(), i32>,
-    finish: TypedFunc<(), i32>,
-    output_ptr: TypedFunc<(), i32>,
-    output_len: TypedFunc<(), i32>,
+    host: Host,
 }
 
 impl Plugin {
     fn new(wasm: &[u8]) -> Result<Plugin, wasmi::Error> {
         let engine = Engine::default();
         let module = Module::new(&engine, wasm)?;
-        let mut store = Store::new(&engine, ());
-        let instance = Linker::new(&engine).instantiate_and_start(&mut store, &module)?;
-        let memory = instance
-            .get_memory(&store, "memory")
-            .ok_or_else(|| wasmi::Error::new("no memory export"))?;
-        macro_rules! f {
-            ($name:literal) => {
-                instance.get_typed_func(&store, $name)?
-            };
-        }
         Ok(Plugin {
-            init: f!("agui_init_v1"),
-            input_ptr: f!("agui_input_ptr"),
-            input_cap: f!("agui_input_cap"),
-            push: f!("agui_push"),
-            pending: f!("agui_pending"),
-            finish: f!("agui_finish"),
-            output_ptr: f!("agui_output_ptr"),
-            output_len: f!("agui_output_len"),
-            memory,
-            store,
+            host: Host::new(&engine, &module)?,
         })
-    }
-
-    fn call0(&mut self, f: TypedFunc<(), i32>) -> Result<i32, wasmi::Error> {
-        f.call(&mut self.store, ())
     }
 
     /// The last call's output: its length, and its bytes appended to
     /// `keep` if given.
     fn output(&mut self, keep: &mut Option<&mut Vec<u8>>) -> Result<u64, wasmi::Error> {
-        let len = self.call0(self.output_len)? as usize;
+        let out = self.host.output()?;
         if let Some(keep) = keep.as_deref_mut() {
-            let ptr = self.call0(self.output_ptr)? as usize;
-            keep.extend_from_slice(&self.memory.data(&self.store)[ptr..][..len]);
+            keep.extend_from_slice(out);
         }
-        Ok(len as u64)
+        Ok(out.len() as u64)
     }
 
     /// One stream with the default configuration, in pushes of `push`
@@ -288,25 +259,22 @@ impl Plugin {
             0 => Ok(()),
             c => Err(wasmi::Error::new(format!("{what} returned {c}"))),
         };
-        code("agui_init_v1(0)", self.init.call(&mut self.store, 0)?)?;
+        code("agui_init_v1(0)", self.host.init(b"")?)?;
         let mut written = 0;
         for chunk in stream.chunks(push) {
             let mut rest = chunk;
             while !rest.is_empty() {
-                let cap = self.call0(self.input_cap)? as usize;
-                let ptr = self.call0(self.input_ptr)? as usize;
-                let take = rest.len().min(cap);
-                self.memory.data_mut(&mut self.store)[ptr..][..take].copy_from_slice(&rest[..take]);
-                rest = &rest[take..];
-                code("agui_push", self.push.call(&mut self.store, take as i32)?)?;
+                let (took, c) = self.host.push(rest)?;
+                rest = &rest[took..];
+                code("agui_push", c)?;
                 written += self.output(&mut keep)?;
-                while self.call0(self.pending)? > 0 {
-                    code("agui_push(0)", self.push.call(&mut self.store, 0)?)?;
+                while self.host.pending()? > 0 {
+                    code("agui_push(0)", self.host.push_len(0)?)?;
                     written += self.output(&mut keep)?;
                 }
             }
         }
-        code("agui_finish", self.call0(self.finish)?)?;
+        code("agui_finish", self.host.finish()?)?;
         written += self.output(&mut keep)?;
         Ok(written)
     }

@@ -21,24 +21,14 @@ use std::process::Command;
 use agui_stream::Minting;
 use agui_stream::rewrite::{OnViolation, Options, RewriteError, Rewriter};
 use agui_stream::{Config, Dialect};
-use wasmi::{Engine, Linker, Memory, Module, Store, TypedFunc};
+use wasmi::{Engine, Module};
+
+#[path = "support/wasm_host.rs"]
+mod wasm_host;
+use wasm_host::{EXPORTS, Host};
 
 /// The module's buffer sizes (`FRAME_CAP`, `RAW_CAP`).
 const BUFFER: usize = 64 * 1024;
-
-/// The exports, the whole ABI (version 1).
-const EXPORTS: [&str; 10] = [
-    "agui_init_v1",
-    "agui_input_ptr",
-    "agui_input_cap",
-    "agui_push",
-    "agui_pending",
-    "agui_finish",
-    "agui_output_ptr",
-    "agui_output_len",
-    "agui_report_ptr",
-    "agui_report_len",
-];
 
 /// One configuration: the JSON the module is given, and the same settings
 /// for the native rewriter, written out independently.
@@ -190,20 +180,10 @@ fn module_path() -> PathBuf {
         .expect("cargo names the .wasm it built")
 }
 
-/// One instance of the module, and its exports.
+/// One instance of the module (`support/wasm_host.rs`), every call
+/// unwrapped: a trap fails the test.
 struct Plugin {
-    store: Store<()>,
-    memory: Memory,
-    init: TypedFunc<i32, i32>,
-    input_ptr: TypedFunc<(), i32>,
-    input_cap: TypedFunc<(), i32>,
-    push: TypedFunc<i32, i32>,
-    pending: TypedFunc<(), i32>,
-    finish: TypedFunc<(), i32>,
-    output_ptr: TypedFunc<(), i32>,
-    output_len: TypedFunc<(), i32>,
-    report_ptr: TypedFunc<(), i32>,
-    report_len: TypedFunc<(), i32>,
+    host: Host,
 }
 
 impl Plugin {
@@ -220,59 +200,19 @@ impl Plugin {
         let mut abi = EXPORTS.map(String::from).to_vec();
         abi.sort();
         assert_eq!(exports, abi, "the module's exports are the ABI");
-        let mut store = Store::new(&engine, ());
-        let instance = Linker::new(&engine)
-            .instantiate_and_start(&mut store, &module)
-            .expect("instantiates");
-        let memory = instance.get_memory(&store, "memory").expect("memory");
-        macro_rules! f {
-            ($name:literal) => {
-                instance.get_typed_func(&store, $name).expect($name)
-            };
-        }
         Plugin {
-            init: f!("agui_init_v1"),
-            input_ptr: f!("agui_input_ptr"),
-            input_cap: f!("agui_input_cap"),
-            push: f!("agui_push"),
-            pending: f!("agui_pending"),
-            finish: f!("agui_finish"),
-            output_ptr: f!("agui_output_ptr"),
-            output_len: f!("agui_output_len"),
-            report_ptr: f!("agui_report_ptr"),
-            report_len: f!("agui_report_len"),
-            memory,
-            store,
+            host: Host::new(&engine, &module).expect("instantiates"),
         }
-    }
-
-    fn call0(&mut self, f: TypedFunc<(), i32>) -> i32 {
-        f.call(&mut self.store, ()).expect("no trap")
-    }
-
-    fn take_output(&mut self, into: &mut Vec<u8>) {
-        let (ptr, len) = (self.call0(self.output_ptr), self.call0(self.output_len));
-        let data = self.memory.data(&self.store);
-        into.extend_from_slice(&data[ptr as usize..][..len as usize]);
     }
 
     fn report(&mut self) -> serde_json::Value {
-        let len = self.call0(self.report_len);
-        let ptr = self.call0(self.report_ptr);
-        let data = self.memory.data(&self.store);
-        serde_json::from_slice(&data[ptr as usize..][..len as usize]).expect("the report is JSON")
+        let report = self.host.report().expect("no trap");
+        serde_json::from_slice(report).expect("the report is JSON")
     }
 
     /// Writes `config` at the input pointer and calls `agui_init_v1`.
     fn init(&mut self, config: &str) -> i32 {
-        let ptr = self.call0(self.input_ptr) as usize;
-        let cap = self.call0(self.input_cap) as usize;
-        assert!(config.len() <= cap, "the configuration fits");
-        self.memory.data_mut(&mut self.store)[ptr..][..config.len()]
-            .copy_from_slice(config.as_bytes());
-        self.init
-            .call(&mut self.store, config.len() as i32)
-            .expect("no trap")
+        self.host.init(config.as_bytes()).expect("no trap")
     }
 
     /// Pushes `pieces` of `stream` as a host would, then finishes: the
@@ -290,29 +230,23 @@ impl Plugin {
 
     /// [`Plugin::run`] on a module initialized already.
     fn run_initialized(&mut self, stream: &[u8], pieces: &[usize]) -> Run {
+        let host = &mut self.host;
         let mut output = Vec::new();
         let mut pushed = Vec::new();
         let mut at = 0;
         let mut code = 0;
         for &n in pieces {
-            let piece = &stream[at..at + n];
+            let mut rest = &stream[at..at + n];
             at += n;
-            let mut rest = piece;
             while !rest.is_empty() && code == 0 {
-                let cap = self.call0(self.input_cap) as usize;
-                let take = rest.len().min(cap);
-                let ptr = self.call0(self.input_ptr) as usize;
-                self.memory.data_mut(&mut self.store)[ptr..][..take].copy_from_slice(&rest[..take]);
-                rest = &rest[take..];
-                pushed.push(take);
-                code = self
-                    .push
-                    .call(&mut self.store, take as i32)
-                    .expect("no trap");
-                self.take_output(&mut output);
-                while code == 0 && self.call0(self.pending) > 0 {
-                    code = self.push.call(&mut self.store, 0).expect("no trap");
-                    self.take_output(&mut output);
+                let (took, c) = host.push(rest).expect("no trap");
+                code = c;
+                rest = &rest[took..];
+                pushed.push(took);
+                output.extend_from_slice(host.output().expect("no trap"));
+                while code == 0 && host.pending().expect("no trap") > 0 {
+                    code = host.push_len(0).expect("no trap");
+                    output.extend_from_slice(host.output().expect("no trap"));
                 }
             }
             if code != 0 {
@@ -320,8 +254,8 @@ impl Plugin {
             }
         }
         if code >= 0 {
-            code = self.call0(self.finish);
-            self.take_output(&mut output);
+            code = host.finish().expect("no trap");
+            output.extend_from_slice(host.output().expect("no trap"));
         }
         Run {
             output,
@@ -481,34 +415,30 @@ fn the_abi_refuses_bad_calls_with_codes() {
     let wasm = std::fs::read(module_path()).expect("the module");
     let mut plugin = Plugin::new(&wasm);
     // Before agui_init_v1.
-    assert_eq!(plugin.push.call(&mut plugin.store, 0).unwrap(), -1);
-    assert_eq!(plugin.call0(plugin.finish), -1);
+    assert_eq!(plugin.host.push_len(0).unwrap(), -1);
+    assert_eq!(plugin.host.finish().unwrap(), -1);
     assert_eq!(
         plugin.report()["error"],
         "not initialized: call agui_init_v1 first"
     );
     assert_eq!(plugin.init("{}"), 0);
-    let cap = plugin.call0(plugin.input_cap);
+    let cap = plugin.host.input_cap().unwrap();
     for len in [-1, cap + 1, i32::MAX] {
-        assert_eq!(
-            plugin.push.call(&mut plugin.store, len).unwrap(),
-            -2,
-            "length {len}"
-        );
+        assert_eq!(plugin.host.push_len(len).unwrap(), -2, "length {len}");
     }
     assert_eq!(plugin.report()["error"], "bad argument");
     // A bad argument does not end the stream; finish does.
-    assert_eq!(plugin.call0(plugin.finish), 0);
+    assert_eq!(plugin.host.finish().unwrap(), 0);
     assert_eq!(plugin.report()["error"], serde_json::Value::Null);
-    assert_eq!(plugin.call0(plugin.finish), -3);
-    assert_eq!(plugin.push.call(&mut plugin.store, 0).unwrap(), -3);
+    assert_eq!(plugin.host.finish().unwrap(), -3);
+    assert_eq!(plugin.host.push_len(0).unwrap(), -3);
     // agui_init_v1 starts over; an empty configuration is the defaults.
     assert_eq!(plugin.init(""), 0);
     assert_eq!(plugin.report()["bytes_in"], 0);
     for len in [-1, cap + 1] {
-        assert_eq!(plugin.init.call(&mut plugin.store, len).unwrap(), -2);
+        assert_eq!(plugin.host.init_len(len).unwrap(), -2);
         // A failed init leaves the module not initialized.
-        assert_eq!(plugin.push.call(&mut plugin.store, 0).unwrap(), -1);
+        assert_eq!(plugin.host.push_len(0).unwrap(), -1);
     }
 }
 
@@ -548,8 +478,8 @@ fn a_bad_configuration_is_refused_and_the_next_good_one_works() {
             assert_eq!(plugin.init(bad), -2, "{bad}");
             let error = plugin.report()["error"].as_str().unwrap_or("").to_string();
             assert!(error.starts_with("bad configuration"), "{bad}: {error}");
-            assert_eq!(plugin.push.call(&mut plugin.store, 0).unwrap(), -1, "{bad}");
-            assert_eq!(plugin.call0(plugin.finish), -1, "{bad}");
+            assert_eq!(plugin.host.push_len(0).unwrap(), -1, "{bad}");
+            assert_eq!(plugin.host.finish().unwrap(), -1, "{bad}");
         }
         let pieces = rng.pieces(stream.len());
         compare(
