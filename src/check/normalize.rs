@@ -33,6 +33,18 @@ pub enum LaneKind {
 }
 
 impl LaneKind {
+    const ALL: [LaneKind; 3] = [LaneKind::Text, LaneKind::Tool, LaneKind::Reasoning];
+
+    /// The lane a chunk type streams.
+    pub(crate) fn of_chunk(ty: EventType) -> Option<LaneKind> {
+        LaneKind::ALL.into_iter().find(|k| k.chunk() == ty)
+    }
+
+    /// The lane whose CONTENT (ARGS) type `ty` is.
+    pub(crate) fn of_content(ty: EventType) -> Option<LaneKind> {
+        LaneKind::ALL.into_iter().find(|k| k.expansion()[1] == ty)
+    }
+
     const fn chunk(self) -> EventType {
         match self {
             LaneKind::Text => EventType::TextMessageChunk,
@@ -42,7 +54,7 @@ impl LaneKind {
     }
 
     /// The START, CONTENT and END events a chunk of this kind stands for.
-    const fn expansion(self) -> [EventType; 3] {
+    pub(crate) const fn expansion(self) -> [EventType; 3] {
         use EventType as T;
         match self {
             LaneKind::Text => [
@@ -67,7 +79,7 @@ impl LaneKind {
         }
     }
 
-    const fn id_key(self) -> Key {
+    pub(crate) const fn id_key(self) -> Key {
         match self {
             LaneKind::Tool => Key::ToolCallId,
             _ => Key::MessageId,

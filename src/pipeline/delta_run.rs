@@ -30,6 +30,7 @@
 //! corpus's streams and on streams built at a run's edges, in several push
 //! sizes.
 
+use crate::check::normalize::LaneKind;
 use crate::input::json::string_end;
 use crate::protocol::dialect::Dialect;
 use crate::protocol::event_type::{EventType, Key};
@@ -76,16 +77,8 @@ impl DeltaRun {
     /// `{"type":"T","idKey":"id","delta":…` (`T` a delta type, the id
     /// without escapes).
     pub(crate) fn starting(payload: &[u8], ty: EventType) -> Option<Self> {
-        let (type_name, id_name): (&[u8], &[u8]) = match ty {
-            EventType::TextMessageContent => (b"TEXT_MESSAGE_CONTENT", b"messageId"),
-            EventType::ToolCallArgs => (b"TOOL_CALL_ARGS", b"toolCallId"),
-            EventType::ReasoningMessageContent => (b"REASONING_MESSAGE_CONTENT", b"messageId"),
-            _ => return None,
-        };
-        let id_key = match ty {
-            EventType::ToolCallArgs => Key::ToolCallId,
-            _ => Key::MessageId,
-        };
+        let id_key = LaneKind::of_content(ty)?.id_key();
+        let (type_name, id_name) = (ty.as_str().as_bytes(), id_key.as_str().as_bytes());
         let rest = payload.strip_prefix(b"{\"type\":\"")?;
         let rest = rest.strip_prefix(type_name)?;
         let rest = rest.strip_prefix(b"\",\"")?;
@@ -118,22 +111,9 @@ impl DeltaRun {
     /// gave one event, the CONTENT (ARGS) of its lane, whose id is
     /// `lane_id` (JSON) and which names no owner.
     pub(crate) fn chunk(payload: &[u8], input_type: EventType, lane_id: &[u8]) -> Option<Self> {
-        let (type_name, ty, id_key): (&[u8], _, _) = match input_type {
-            EventType::TextMessageChunk => (
-                b"TEXT_MESSAGE_CHUNK",
-                EventType::TextMessageContent,
-                Key::MessageId,
-            ),
-            EventType::ToolCallChunk => {
-                (b"TOOL_CALL_CHUNK", EventType::ToolCallArgs, Key::ToolCallId)
-            }
-            EventType::ReasoningMessageChunk => (
-                b"REASONING_MESSAGE_CHUNK",
-                EventType::ReasoningMessageContent,
-                Key::MessageId,
-            ),
-            _ => return None,
-        };
+        let kind = LaneKind::of_chunk(input_type)?;
+        let [_, ty, _] = kind.expansion();
+        let (type_name, id_key) = (input_type.as_str().as_bytes(), kind.id_key());
         let rest = payload.strip_prefix(b"{\"type\":\"")?;
         let rest = rest.strip_prefix(type_name)?;
         rest.strip_prefix(b"\",\"delta\":")?;

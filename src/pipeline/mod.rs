@@ -902,9 +902,8 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
                         && out.subagent_run_id().is_none()
                         && out.metadata().is_none()
                         && out.raw_event().is_none();
-                    let id = out.get(Key::MessageId).or_else(|| out.get(Key::ToolCallId));
                     lane_id.clear();
-                    if let (true, Some(id)) = (bare, id) {
+                    if bare && let Some(id) = out.get(Key::MessageId).or(out.get(Key::ToolCallId)) {
                         let _ = lane_id.extend_from_slice(id.as_bytes());
                     }
                     sink.event(out, &info)
@@ -940,7 +939,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize> Stages<OPEN,
                             event.event_type(),
                             EventType::ToolCallArgs | EventType::ToolCallChunk
                         ));
-                if delta && event.object().is_some() {
+                if delta {
                     let ty = event.event_type();
                     self.run = match lane_id.is_empty() {
                         true => DeltaRun::starting(frame.payload, ty),
