@@ -88,6 +88,8 @@ import threading
 import time
 import urllib.request
 
+from sse_upstream import read_head  # scripts/, beside this one
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REQUEST_TIMEOUT = 60.0
 DEFAULT_STREAMS = [
@@ -122,14 +124,9 @@ def upstream_main(args):
 
     def handle(sock):
         try:
-            sock.settimeout(REQUEST_TIMEOUT)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            head = b""
-            while b"\r\n\r\n" not in head:
-                part = sock.recv(65536)
-                if not part or len(head) > 65536:
-                    return
-                head += part
+            head = read_head(sock, REQUEST_TIMEOUT)
+            if head is None:
+                return
             target = head.split(b"\r\n", 1)[0].split(b" ")
             body = bodies.get(target[1].decode("latin-1").lstrip("/")) if len(target) > 2 else None
             if target[0] != b"GET" or body is None:

@@ -86,17 +86,26 @@ def first_event_end(b):
     return next((end for end, data in block_ends(b) if data), -1)
 
 
+def read_head(sock, timeout):
+    """A request's head (up to its blank line and maybe past it), or None
+    if the peer closes first or sends more than 64 KiB without one."""
+    sock.settimeout(timeout)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    head = b""
+    while b"\r\n\r\n" not in head:
+        part = sock.recv(65536)
+        if not part or len(head) > 65536:
+            return None
+        head += part
+    return head
+
+
 class Handler(socketserver.BaseRequestHandler):
     def handle(self):
         sock = self.request
-        sock.settimeout(30)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        head = b""
-        while b"\r\n\r\n" not in head:
-            part = sock.recv(65536)
-            if not part or len(head) > 65536:
-                return
-            head += part
+        head = read_head(sock, 30)
+        if head is None:
+            return
         text = head.split(b"\r\n\r\n", 1)[0].decode("latin-1")
         lines = text.split("\r\n")
         parts = lines[0].split(" ")
