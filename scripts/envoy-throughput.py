@@ -362,6 +362,8 @@ def parse_args(argv):
                     usage("--filter %s given twice" % label)
                 if not os.path.isfile(path):
                     usage("--filter %s: no file %s" % (label, path))
+                if path.endswith(".so") and not re.fullmatch(r"lib\w+\.so", os.path.basename(path)):
+                    usage("--filter %s: a dynamic module is a file libNAME.so: %s" % (label, path))
                 opts["filters"].append((label, os.path.abspath(path)))
             elif a in ("--rounds", "--deadline"):
                 try:
@@ -378,6 +380,8 @@ def parse_args(argv):
             opts["streams"].append(os.path.abspath(a))
     if not opts["filters"]:
         usage("at least one --filter LABEL=MODULE.wasm")
+    if len({os.path.dirname(p) for _, p in opts["filters"] if p.endswith(".so")}) > 1:
+        usage("the dynamic modules (.so) must be in one directory (Envoy's ENVOY_DYNAMIC_MODULES_SEARCH_PATH)")
     if opts["rounds"] < 1:
         usage("--rounds must be at least 1")
     try:
@@ -470,6 +474,12 @@ def find_envoy(deadline):
     return lines[-1]
 
 
+def dynamic_module_name(path):
+    """Envoy's name for the dynamic module at PATH (`libNAME.so`)."""
+    base = os.path.basename(path)
+    return base[len("lib") : -len(".so")]
+
+
 def envoy_yaml(filters, config, upstream_port):
     """examples/proxy-wasm/envoy.yaml's shape: a plain listener, one per
     filter. Strings are JSON-quoted (JSON strings are YAML scalars)."""
@@ -506,7 +516,25 @@ def envoy_yaml(filters, config, upstream_port):
 static_resources:
   listeners:"""]
     parts.append(listener("plain", ""))
-    for label, wasm in filters:
+    for label, module in filters:
+        if module.endswith(".so"):
+            parts.append(
+                listener(
+                    "filter_" + label,
+                    """
+          - name: envoy.filters.http.dynamic_modules
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter
+              dynamic_module_config: { name: %(module)s }
+              filter_name: agui_stream
+              filter_config:
+                "@type": type.googleapis.com/google.protobuf.StringValue
+                value: %(config)s"""
+                    % {"module": q(dynamic_module_name(module)), "config": q(config)},
+                )
+            )
+            continue
+        wasm = module
         parts.append(
             listener(
                 "filter_" + label,
@@ -650,10 +678,14 @@ def main(opts, procs, work):
     log_path = os.path.join(work, "envoy.log")
     log = open(log_path, "wb")
     t_envoy = time.monotonic()
+    env = dict(os.environ)
+    for _, module in opts["filters"]:
+        if module.endswith(".so"):
+            env["ENVOY_DYNAMIC_MODULES_SEARCH_PATH"] = os.path.dirname(module)
     envoy_proc = procs.start(
         [envoy, "-c", yaml_path, "--concurrency", "1", "--disable-hot-restart",
          "--admin-address-path", admin_path, "-l", "info"],
-        stdout=log, stderr=subprocess.STDOUT,
+        stdout=log, stderr=subprocess.STDOUT, env=env,
     )
     log.close()
     admin = None

@@ -96,6 +96,7 @@
 #[path = "../../shared/frontend.rs"]
 mod frontend;
 pub mod host;
+#[path = "../../shared/pool.rs"]
 pub mod pool;
 
 use std::cell::RefCell;

@@ -1,5 +1,7 @@
 //! The rewriters' buffers: allocated once per stream slot, lent, taken
-//! back — the pattern for a host whose streams outlive one call.
+//! back — the pattern for a host whose streams outlive one call. Shared by
+//! the proxy-wasm filter and the Envoy dynamic module (included as a
+//! module: `#[path = "…/shared/pool.rs"] mod pool;`).
 //!
 //! A [`Rewriter`](agui_stream::rewrite::Rewriter) borrows its frame and
 //! raw buffers (it never allocates), and a stream's rewriter lives across
@@ -7,13 +9,15 @@
 //! from `Box::leak`. They are never freed, so they are never allocated
 //! twice: a stream takes a pair from the pool when its headers say it will
 //! be rewritten and gives it back ([`Rewriter::into_buffers`]) when it ends
-//! or its context is deleted; a pair is allocated only when no idle pair of
-//! the configured size is left.
+//! or its filter is destroyed; a pair is allocated only when no idle pair
+//! of the configured size is left.
 //!
-//! The bound: a VM holds at most as many pairs as it ever rewrote streams
-//! at once (`2 × buffer` bytes each), per `buffer` size it was configured
-//! with — not one per request. The gauge `agui_stream.buffer_pairs` counts
-//! the pairs allocated (summed over the VMs, one per worker thread).
+//! The pool is per thread (a proxy-wasm VM runs on one worker thread; an
+//! Envoy filter lives on the worker that took its stream). The bound: a
+//! thread holds at most as many pairs as it ever rewrote streams at once
+//! (`2 × buffer` bytes each), per `buffer` size it was configured with —
+//! not one per request. The gauge `agui_stream.buffer_pairs` counts the
+//! pairs allocated (summed over the threads).
 //!
 //! [`Rewriter::into_buffers`]: agui_stream::rewrite::Rewriter::into_buffers
 
@@ -23,7 +27,7 @@ use std::cell::RefCell;
 pub type Pair = (&'static mut [u8], &'static mut [u8]);
 
 thread_local! {
-    /// Pairs no stream holds (one VM runs on one thread).
+    /// Pairs no stream of this thread holds.
     static IDLE: RefCell<Vec<Pair>> = const { RefCell::new(Vec::new()) };
 }
 
