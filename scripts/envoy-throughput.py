@@ -1,21 +1,26 @@
 #!/usr/bin/env python3
-"""What the proxy-wasm filter (examples/proxy-wasm) costs Envoy's throughput
-(Python 3 stdlib only). A measurement, not a test.
+"""What the proxy-wasm filter (examples/proxy-wasm) and the Envoy dynamic
+module (examples/envoy-module) cost Envoy's throughput (Python 3 stdlib
+only). A measurement, not a test.
 
-    scripts/envoy-throughput.py [--envoy ENVOY] --filter LABEL=MODULE.wasm
-        [--filter LABEL=MODULE.wasm ...] [--rounds N] [--config JSON]
+    scripts/envoy-throughput.py [--envoy ENVOY] --filter LABEL=MODULE
+        [--filter LABEL=MODULE ...] [--rounds N] [--config JSON]
         [--agui AGUI] [--deadline S] [STREAM.sse ...]
 
     e.g. scripts/envoy-throughput.py --filter default=examples/proxy-wasm/\\
-         target/wasm32-unknown-unknown/release/agui_stream_proxy_wasm.wasm
+         target/wasm32-unknown-unknown/release/agui_stream_proxy_wasm.wasm \\
+         --filter native=examples/envoy-module/target/release/libagui_stream_envoy.so
 
 One Envoy (--concurrency 1, admin and listeners on 127.0.0.1, port 0) with
 one listener without the filter (`plain`: the router to the upstream) and
-one per --filter module (`LABEL`: the filter, then the router; each its own
-vm_id, V8, root_id agui_stream, the plugin configuration --config, default
-`{}`: the default configuration). The YAML follows
-examples/proxy-wasm/envoy.yaml (route `timeout: 0s`) and is written into a
-temporary directory.
+one per --filter MODULE (`LABEL`: the filter, then the router). A `.wasm`
+is a proxy-wasm filter (its own vm_id, V8, root_id agui_stream, the plugin
+configuration --config, default `{}`: the default configuration); a
+`libNAME.so` a dynamic module (`dynamic_module_config: {name: NAME}`,
+filter_config --config; Envoy's ENVOY_DYNAMIC_MODULES_SEARCH_PATH is the
+.so's directory, one for all of them). The YAML follows
+examples/proxy-wasm/envoy.yaml and examples/envoy-module/envoy.yaml (route
+`timeout: 0s`) and is written into a temporary directory.
 
 The upstream (this script, `--upstream`, as a child process: the client's
 reads do not share a GIL with its writes) answers `GET /NAME` with the
@@ -357,7 +362,7 @@ def parse_args(argv):
             if a == "--filter":
                 label, eq, path = v.partition("=")
                 if not eq or not re.fullmatch(r"[A-Za-z0-9_-]+", label) or label == "plain":
-                    usage("--filter LABEL=MODULE.wasm (LABEL: letters, digits, _ and -; not plain): %r" % v)
+                    usage("--filter LABEL=MODULE (LABEL: letters, digits, _ and -; not plain): %r" % v)
                 if label in [l for l, _ in opts["filters"]]:
                     usage("--filter %s given twice" % label)
                 if not os.path.isfile(path):
@@ -379,7 +384,7 @@ def parse_args(argv):
                 usage("no stream file %s" % a)
             opts["streams"].append(os.path.abspath(a))
     if not opts["filters"]:
-        usage("at least one --filter LABEL=MODULE.wasm")
+        usage("at least one --filter LABEL=MODULE")
     if len({os.path.dirname(p) for _, p in opts["filters"] if p.endswith(".so")}) > 1:
         usage("the dynamic modules (.so) must be in one directory (Envoy's ENVOY_DYNAMIC_MODULES_SEARCH_PATH)")
     if opts["rounds"] < 1:
