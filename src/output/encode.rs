@@ -6,10 +6,12 @@
 use core::fmt;
 
 use super::walk::{self, Name, Node};
+use crate::protocol::dialect::Dialect;
 use crate::protocol::event_type::Framing;
+use crate::testing;
 use crate::view::event::Event;
 use crate::view::json::{JsonKind, RawJson, Token, Tokens};
-use crate::view::string::{JsonStr, encode_wtf8, is_plain_ascii};
+use crate::view::string::{JsonStr, encode_wtf8, is_stringify_form};
 
 /// Where the encoder writes.
 pub trait Write {
@@ -130,8 +132,39 @@ impl Write for std::vec::Vec<u8> {
 /// [`BufferFull`] when `out` has no room left (what was written stays).
 pub fn encode<W: Write + ?Sized>(event: &Event<'_>, out: &mut W) -> Result<(), BufferFull> {
     out.write_bytes(event.event_type().framed(Framing::TypeMember))?;
-    walk::event(event, |name, value| write_member(false, name, value, out))?;
+    if testing::fast_paths() && is_flat(event) {
+        for (field, value) in event.fields() {
+            if let Some(v) = value {
+                out.write_bytes(field.key.framed(Framing::Member))?;
+                write_scalar(v, out)?;
+            }
+        }
+    } else {
+        walk::event(event, |name, value| write_member(false, name, value, out))?;
+    }
     out.write_bytes(b"}")
+}
+
+/// A V1 event whose members are all strings, numbers, booleans or null:
+/// the walk writes each of them as it is (a string in stringify form), in
+/// table order, so [`encode`] writes them without it. The deltas and what
+/// the normalizer makes of chunks: most events of any stream. (V0 keeps
+/// unknown members too: those take the walk.)
+#[inline]
+fn is_flat(event: &Event<'_>) -> bool {
+    event.dialect() == Dialect::V1
+        && event.fields().all(|(_, value)| {
+            value.is_none_or(|v| !matches!(v.kind(), JsonKind::Object | JsonKind::Array))
+        })
+}
+
+/// Writes a string, number, boolean or null as the walk does.
+#[inline]
+fn write_scalar<W: Write + ?Sized>(v: RawJson<'_>, out: &mut W) -> Result<(), BufferFull> {
+    match v.kind() {
+        JsonKind::String => write_json_str(v, out),
+        _ => out.write_bytes(v.as_bytes()),
+    }
 }
 
 /// [`encode`] into a slice; returns the length written.
@@ -217,14 +250,14 @@ fn write_any<W: Write + ?Sized>(v: RawJson<'_>, out: &mut W) -> Result<(), Buffe
 }
 
 /// Writes the JSON string `v` (quotes included) the way `JSON.stringify`
-/// does: as it is, in one piece, when it is plain ASCII without escapes.
+/// does: as it is, in one piece, when it is in that form already.
 #[inline]
 fn write_json_str<W: Write + ?Sized>(v: RawJson<'_>, out: &mut W) -> Result<(), BufferFull> {
     let bytes = v.as_bytes();
     let inner = bytes
         .get(1..bytes.len().saturating_sub(1))
         .unwrap_or_default();
-    if is_plain_ascii(inner) {
+    if is_stringify_form(inner) {
         return out.write_bytes(bytes);
     }
     encode_str(JsonStr::from_escaped(inner), out)
@@ -243,12 +276,8 @@ pub fn encode_str<W: Write + ?Sized>(s: JsonStr<'_>, out: &mut W) -> Result<(), 
 
 /// [`encode_str`] without the quotes.
 fn write_text<W: Write + ?Sized>(s: JsonStr<'_>, out: &mut W) -> Result<(), BufferFull> {
-    if is_plain_ascii(s.raw()) {
+    if is_stringify_form(s.raw()) {
         out.write_bytes(s.raw())?;
-    } else if let Some(plain) = s.as_str() {
-        // No escapes and valid UTF-8: a JSON string's raw bytes hold no quote
-        // or control character, so they are already in JSON.stringify form.
-        out.write_bytes(plain.as_bytes())?;
     } else {
         for c in s.code_points() {
             write_char(c, out)?;
@@ -291,7 +320,8 @@ mod tests {
     use crate::input::json::Limits;
     use crate::protocol::dialect::Dialect;
     extern crate std;
-    use std::string::String;
+    use std::format;
+    use std::string::{String, ToString};
     use std::vec::Vec;
 
     fn enc(s: &str, d: Dialect) -> String {
@@ -408,5 +438,111 @@ mod tests {
         .unwrap();
         let mut small = [0u8; 10];
         assert_eq!(encode_to_slice(&ev, &mut small), Err(BufferFull));
+    }
+
+    /// `content` (a JSON string's inside) the slow way: decoded, each code
+    /// point written as stringify writes it.
+    fn reencoded(content: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for c in JsonStr::from_escaped(content).code_points() {
+            write_char(c, &mut VecW(&mut out)).unwrap();
+        }
+        out
+    }
+
+    #[test]
+    fn stringify_form_is_copied_only_where_it_is_the_reencoding() {
+        // Every two-character escape and every \u00xx (both cases), alone
+        // and between text, ASCII and not.
+        let mut escapes: Vec<String> = ["\\\"", "\\\\", "\\/", "\\b", "\\f", "\\n", "\\r", "\\t"]
+            .iter()
+            .map(|e| e.to_string())
+            .collect();
+        for c in 0u32..0x80 {
+            escapes.push(format!("\\u{c:04x}"));
+            escapes.push(format!("\\u{c:04X}"));
+        }
+        escapes.extend(["\\ud83d\\ude00", "\\ud800", "\\u2028", "\\u00e9"].map(String::from));
+        let mut copied = 0;
+        for e in &escapes {
+            for text in [
+                e.clone(),
+                format!("a{e}b"),
+                format!("é{e}日本"),
+                format!("{e}{e}"),
+            ] {
+                let content = text.as_bytes();
+                let slow = reencoded(content);
+                if is_stringify_form(content) {
+                    assert_eq!(
+                        content,
+                        &slow[..],
+                        "{text} copied but re-encodes differently"
+                    );
+                    copied += 1;
+                } else if !text.contains("\\ud800") {
+                    // (A lone surrogate's escape is stringify's too: left to
+                    // the slow path, which writes it the same.)
+                    assert_ne!(
+                        content,
+                        &slow[..],
+                        "{text} is in stringify form but not copied"
+                    );
+                }
+            }
+        }
+        // The canonical ones are copied: 7 short escapes and 27 \u00xx,
+        // 18 of which have no letter to put in upper case (listed twice).
+        assert_eq!(copied, 4 * (7 + 27 + 18));
+        // Text without escapes: copied where it is valid UTF-8.
+        assert!(is_stringify_form("plain 👩‍💻 → 日本語 \u{2028}".as_bytes()));
+        assert!(!is_stringify_form(b"bad \xff utf-8"));
+        assert!(!is_stringify_form(b"cut \xe6\x97"));
+        assert!(!is_stringify_form(b"\xe6\x97\\n\xa5"));
+    }
+
+    /// [`encode`]'s flat path writes what the walk writes, for every event
+    /// of the corpus in both dialects.
+    #[test]
+    #[cfg_attr(miri, ignore = "the whole corpus")]
+    fn flat_events_are_written_as_the_walk_writes_them() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+        let (mut events, mut flat) = (0, 0);
+        for dir in ["conformance", "extra", "real"] {
+            for entry in std::fs::read_dir(root.join(dir))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                let Ok(text) = std::fs::read(entry.path()) else {
+                    continue;
+                };
+                for line in text.split(|&b| b == b'\n') {
+                    let Some(json) = line.strip_prefix(b"data: ") else {
+                        continue;
+                    };
+                    for dialect in [Dialect::V1, Dialect::V0] {
+                        let Ok(Some(ev)) = decode(json, dialect, Limits::new()) else {
+                            continue;
+                        };
+                        let (mut fast, mut walked) = (Vec::new(), Vec::new());
+                        encode(&ev, &mut VecW(&mut fast)).unwrap();
+                        crate::testing::general_only(|| encode(&ev, &mut VecW(&mut walked)))
+                            .unwrap();
+                        assert_eq!(
+                            String::from_utf8_lossy(&fast),
+                            String::from_utf8_lossy(&walked)
+                        );
+                        events += 1;
+                        flat += usize::from(is_flat(&ev));
+                    }
+                }
+            }
+        }
+        // (V0 events are never flat: about half.)
+        assert!(
+            events > 5000 && flat > events * 2 / 5,
+            "{flat} flat of {events}"
+        );
     }
 }

@@ -125,6 +125,16 @@ impl<'a> Event<'a> {
         self.object
     }
 
+    /// The members the schema names, in the schema table's order, each
+    /// with its value (`None`: absent).
+    #[inline]
+    pub(crate) fn fields(
+        &self,
+    ) -> impl Iterator<Item = (&'static schema::EventField, Option<RawJson<'a>>)> + Clone + '_ {
+        let fields = schema::event_fields(self.dialect, self.ty);
+        fields.iter().zip(self.slots.iter().copied())
+    }
+
     /// A member the schema names, after the dialect's rules.
     pub fn get(&self, key: Key) -> Option<RawJson<'a>> {
         self.slot(key)

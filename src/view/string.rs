@@ -204,6 +204,41 @@ pub(crate) fn is_plain_ascii(raw: &[u8]) -> bool {
     crate::view::scan::plain_ascii(raw)
 }
 
+/// True if `raw` (a JSON string's content as received, already
+/// validated) is what `JSON.stringify` writes for its text, so it can be
+/// copied as it is: valid UTF-8 between escapes, and only the escapes
+/// stringify writes (`\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, and `\u00xx`
+/// in lower case for the other control characters). One pass; `false`
+/// means "decode and re-encode", never a wrong copy.
+pub(crate) fn is_stringify_form(raw: &[u8]) -> bool {
+    if is_plain_ascii(raw) {
+        return true;
+    }
+    let mut rest = raw;
+    loop {
+        let Some(at) = memchr::memchr(b'\\', rest) else {
+            return core::str::from_utf8(rest).is_ok();
+        };
+        // A backslash is ASCII: never inside a UTF-8 sequence.
+        let (text, escape) = rest.split_at(at);
+        if core::str::from_utf8(text).is_err() {
+            return false;
+        }
+        let len = match escape.get(1) {
+            Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => 2,
+            Some(b'u') => match escape.get(2..6) {
+                // A control character stringify writes as \u00xx: not one
+                // of the five with a short form.
+                Some([b'0', b'0', b'0', b'0'..=b'7' | b'b' | b'e' | b'f'])
+                | Some([b'0', b'0', b'1', b'0'..=b'9' | b'a'..=b'f']) => 6,
+                _ => return false,
+            },
+            _ => return false,
+        };
+        rest = escape.get(len..).unwrap_or_default();
+    }
+}
+
 impl JsonStr<'_> {
     /// A hash of the decoded text: equal texts, however spelled, hash
     /// equal. For quick rejection in id tables.

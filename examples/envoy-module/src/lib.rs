@@ -26,9 +26,9 @@
 //! one makes Envoy reset the client's stream (counted as `aborted`).
 //!
 //! Memory: the rewriter borrows two buffers (`buffer` bytes each) from a
-//! per-thread pool of pairs (examples/shared/pool.rs); each filter keeps an
-//! output `Vec` (capacity given back after a large chunk) and the list of
-//! Envoy's slices of the current chunk.
+//! per-thread pool of pairs (examples/shared/pool.rs); the output of a
+//! chunk is written into a per-thread scratch `Vec` ([`Scratch`]), so a
+//! stream holds nothing between its chunks but its rewriter.
 #![deny(unsafe_code)]
 #![deny(
     clippy::unwrap_used,
@@ -47,6 +47,8 @@ mod exports;
 mod frontend;
 #[path = "../../shared/pool.rs"]
 mod pool;
+
+use std::cell::RefCell;
 
 use agui_stream::rewrite::{RewriteError, Rewriter, Stats};
 
@@ -130,10 +132,6 @@ enum State {
 pub struct Filter {
     config: &'static FilterConfig,
     state: State,
-    /// The output for the current chunk (reused).
-    out: Vec<u8>,
-    /// Envoy's slices of the current chunk (reused).
-    slices: Vec<EnvoyBuffer>,
     /// The counters already added to the metrics.
     reported: [u64; COUNTERS],
     /// The request's path, for the log line.
@@ -145,8 +143,6 @@ impl Filter {
         Filter {
             config,
             state: State::Waiting,
-            out: Vec::new(),
-            slices: Vec::new(),
             reported: [0; COUNTERS],
             path: String::new(),
         }
@@ -206,19 +202,25 @@ impl Filter {
     }
 
     fn on_response_body(&mut self, hook: &mut Hook<'_>, end_of_stream: bool) {
+        with_scratch(|scratch| self.rewrite_chunk(hook, end_of_stream, scratch));
+    }
+
+    fn rewrite_chunk(&mut self, hook: &mut Hook<'_>, end_of_stream: bool, scratch: &mut Scratch) {
+        let Scratch { out, slices } = scratch;
         let rewriter = match &mut self.state {
             State::Rewriting(rewriter) => rewriter,
             State::Failed => {
                 // Nothing more after a failure.
-                let size = body_size(hook, &mut self.slices);
+                let size = hook
+                    .body(Body::ReceivedResponse, slices)
+                    .map_or(0, |s| s.map(<[u8]>::len).fold(0, usize::saturating_add));
                 hook.drain_body(Body::ReceivedResponse, size);
                 return;
             }
             _ => return,
         };
-        self.out.clear();
         let mut size = 0usize;
-        let mut result = match hook.body(Body::ReceivedResponse, &mut self.slices) {
+        let mut result = match hook.body(Body::ReceivedResponse, slices) {
             Some(slices) => {
                 size = slices
                     .clone()
@@ -226,32 +228,27 @@ impl Filter {
                     .fold(0, usize::saturating_add);
                 // Room for the output at once (a chunk-form stream's grows
                 // by its expansion): no copy as the `Vec` grows.
-                self.out.reserve(size.saturating_add(size / 8));
+                out.reserve(size.saturating_add(size / 8));
                 slices
                     .into_iter()
-                    .try_for_each(|slice| push_all(rewriter, slice, &mut self.out))
+                    .try_for_each(|slice| push_all(rewriter, slice, out))
             }
             None => Err(RewriteError::Write),
         };
         if result.is_ok() && end_of_stream {
-            result = rewriter.finish(&mut self.out).map(drop);
+            result = rewriter.finish(out).map(drop);
         }
         if size > 0 {
             hook.drain_body(Body::ReceivedResponse, size);
         }
-        if !self.out.is_empty() {
-            hook.append_body(Body::ReceivedResponse, &self.out);
+        if !out.is_empty() {
+            hook.append_body(Body::ReceivedResponse, out);
         }
         self.report(hook);
         match result {
             Err(e) => self.fail(hook, e),
             Ok(()) if end_of_stream => self.release(hook, State::Done, "finished"),
             Ok(()) => {}
-        }
-        self.out.clear();
-        if self.out.capacity() > self.config.gateway.buffer.saturating_mul(4) {
-            // A large chunk's output is not kept for the stream's life.
-            self.out = Vec::new();
         }
     }
 
@@ -262,12 +259,13 @@ impl Filter {
         let State::Rewriting(rewriter) = &mut self.state else {
             return;
         };
-        self.out.clear();
-        let result = rewriter.finish(&mut self.out);
-        if !self.out.is_empty() {
-            hook.append_body(Body::BufferedResponse, &self.out);
-        }
-        self.out.clear();
+        let result = with_scratch(|Scratch { out, .. }| {
+            let result = rewriter.finish(out);
+            if !out.is_empty() {
+                hook.append_body(Body::BufferedResponse, out);
+            }
+            result
+        });
         hook.increment_counter(self.config.metrics.trailers, 1);
         match result {
             Err(e) => self.fail(hook, e),
@@ -354,8 +352,31 @@ fn push_all(
     Ok(())
 }
 
-/// The size of the chunk the hook holds.
-fn body_size(hook: &Hook<'_>, slices: &mut Vec<EnvoyBuffer>) -> usize {
-    hook.body(Body::ReceivedResponse, slices)
-        .map_or(0, |s| s.map(<[u8]>::len).fold(0, usize::saturating_add))
+/// What a hook needs for a moment: the output for a chunk and the list of
+/// Envoy's slices of it. One per worker thread (hooks on a thread never
+/// overlap) rather than per stream: it keeps its capacity, so a chunk costs
+/// no allocation, and no stream holds memory between its chunks. Its
+/// output grows to the largest chunk's output (Envoy's buffer limits bound
+/// a chunk: 1 MiB by default).
+#[derive(Default)]
+struct Scratch {
+    out: Vec<u8>,
+    slices: Vec<EnvoyBuffer>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Runs `f` with this thread's scratch, its output emptied after.
+fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut scratch) => {
+            let r = f(&mut scratch);
+            scratch.out.clear();
+            r
+        }
+        // (Cannot happen: no hook runs inside another.)
+        Err(_) => f(&mut Scratch::default()),
+    })
 }
