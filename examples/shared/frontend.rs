@@ -1,5 +1,6 @@
-//! What the four gateway front ends share — `agui gateway`,
-//! `examples/http_proxy.rs`, the proxy-wasm filter and the wasm plugin —
+//! What the gateway front ends share — `agui gateway`,
+//! `examples/http_proxy.rs`, the proxy-wasm filter, the Envoy dynamic
+//! module and the wasm plugin —
 //! so that they take the same options, spelled the same way, and treat a
 //! response the same way.
 //!
