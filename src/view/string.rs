@@ -220,7 +220,9 @@ pub(crate) fn is_stringify_form(raw: &[u8]) -> bool {
             return core::str::from_utf8(rest).is_ok();
         };
         // A backslash is ASCII: never inside a UTF-8 sequence.
-        let (text, escape) = rest.split_at(at);
+        let Some((text, escape)) = rest.split_at_checked(at) else {
+            return false;
+        };
         if core::str::from_utf8(text).is_err() {
             return false;
         }
