@@ -6,8 +6,11 @@
 //! `v0.1.0`): the event hooks Envoy calls (`envoy_dynamic_module_on_*`,
 //! exported from lib.rs) and the callbacks the filter calls
 //! (`envoy_dynamic_module_callback_*`, exported by the Envoy binary and
-//! bound when Envoy `dlopen`s the module). Each signature here was checked
-//! against the 1.40.0 binary's code (which registers hold which argument).
+//! bound when Envoy `dlopen`s the module). The header read is the version
+//! whose symbols the 1.40.0 binary exports; four callbacks
+//! (`get_body_chunks_size`, `define_counter`, `increment_counter`, `log`)
+//! were also checked against the binary's code (which registers hold which
+//! argument), and the end to end test exercises every one.
 //!
 //! The rules the wrappers rely on (abi.h): a filter's Envoy pointer is valid
 //! from `on_http_filter_new` to `on_http_filter_destroy`, and is used only
