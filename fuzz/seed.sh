@@ -103,7 +103,7 @@ def add_json(raw):
     seed("differential", raw)
     try:
         doc = json.loads(raw.decode("utf-8-sig"))
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep for Python
         return
     for events in events_in(doc):
         lines = [json.dumps(e, ensure_ascii=False, separators=(",", ":")).encode() for e in events]
