@@ -37,6 +37,31 @@ pub(crate) fn general_only<T>(f: impl FnOnce() -> T) -> T {
     out
 }
 
+/// The corpus's streams (tests only): every `.sse` file of
+/// `tests/corpus/{conformance,extra,real}`, in path order. The tests that
+/// read it skip themselves under miri (no file system there).
+#[cfg(test)]
+pub(crate) fn corpus_streams() -> std::vec::Vec<std::vec::Vec<u8>> {
+    extern crate std;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+    let mut files = std::vec::Vec::new();
+    for dir in ["conformance", "extra", "real"] {
+        let entries = std::fs::read_dir(root.join(dir))
+            .into_iter()
+            .flatten()
+            .flatten();
+        files.extend(
+            entries
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "sse")),
+        );
+    }
+    files.sort();
+    let streams: std::vec::Vec<_> = files.iter().filter_map(|f| std::fs::read(f).ok()).collect();
+    assert!(streams.len() > 100, "the corpus is there");
+    streams
+}
+
 /// Bytes scanned or copied, summed (feature `work-count`).
 #[cfg(feature = "work-count")]
 static WORK: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);

@@ -506,36 +506,25 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "the whole corpus")]
     fn flat_events_are_written_as_the_walk_writes_them() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
         let (mut events, mut flat) = (0, 0);
-        for dir in ["conformance", "extra", "real"] {
-            for entry in std::fs::read_dir(root.join(dir))
-                .into_iter()
-                .flatten()
-                .flatten()
-            {
-                let Ok(text) = std::fs::read(entry.path()) else {
+        for text in crate::testing::corpus_streams() {
+            for line in text.split(|&b| b == b'\n') {
+                let Some(json) = line.strip_prefix(b"data: ") else {
                     continue;
                 };
-                for line in text.split(|&b| b == b'\n') {
-                    let Some(json) = line.strip_prefix(b"data: ") else {
+                for dialect in [Dialect::V1, Dialect::V0] {
+                    let Ok(Some(ev)) = decode(json, dialect, Limits::new()) else {
                         continue;
                     };
-                    for dialect in [Dialect::V1, Dialect::V0] {
-                        let Ok(Some(ev)) = decode(json, dialect, Limits::new()) else {
-                            continue;
-                        };
-                        let (mut fast, mut walked) = (Vec::new(), Vec::new());
-                        encode(&ev, &mut VecW(&mut fast)).unwrap();
-                        crate::testing::general_only(|| encode(&ev, &mut VecW(&mut walked)))
-                            .unwrap();
-                        assert_eq!(
-                            String::from_utf8_lossy(&fast),
-                            String::from_utf8_lossy(&walked)
-                        );
-                        events += 1;
-                        flat += usize::from(is_flat(&ev));
-                    }
+                    let (mut fast, mut walked) = (Vec::new(), Vec::new());
+                    encode(&ev, &mut VecW(&mut fast)).unwrap();
+                    crate::testing::general_only(|| encode(&ev, &mut VecW(&mut walked))).unwrap();
+                    assert_eq!(
+                        String::from_utf8_lossy(&fast),
+                        String::from_utf8_lossy(&walked)
+                    );
+                    events += 1;
+                    flat += usize::from(is_flat(&ev));
                 }
             }
         }

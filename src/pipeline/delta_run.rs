@@ -367,7 +367,6 @@ mod tests {
     use core::ops::ControlFlow;
     use std::format;
     use std::string::String;
-    use std::vec::Vec;
 
     use crate::pipeline::{Config, Error, FrameInfo, Pipeline, Policy, Sink, Skipped};
     use crate::protocol::dialect::Dialect;
@@ -417,20 +416,7 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "the whole corpus")]
     fn runs_give_what_the_general_path_gives() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
-        let mut streams: Vec<Vec<u8>> = Vec::new();
-        for dir in ["conformance", "extra", "real"] {
-            for entry in std::fs::read_dir(root.join(dir))
-                .into_iter()
-                .flatten()
-                .flatten()
-            {
-                if entry.path().extension().is_some_and(|x| x == "sse") {
-                    streams.extend(std::fs::read(entry.path()).ok());
-                }
-            }
-        }
-        assert!(streams.len() > 100, "the corpus is there");
+        let mut streams = crate::testing::corpus_streams();
         streams.extend(super::edge_streams());
         let configs = [
             Config::new(),

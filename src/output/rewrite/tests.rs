@@ -190,22 +190,7 @@ fn gateway_fast_paths_match_general_path() {
         (all, log)
     }
 
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
-    let mut files = Vec::new();
-    for dir in ["conformance", "extra", "real"] {
-        let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
-            continue;
-        };
-        files.extend(
-            entries
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "sse")),
-        );
-    }
-    files.sort();
-    assert!(files.len() > 100, "the corpus is there");
-    let mut streams: Vec<Vec<u8>> = files.iter().filter_map(|f| std::fs::read(f).ok()).collect();
+    let mut streams = crate::testing::corpus_streams();
     // Shapes at the fast paths' edges: a bare `data` line after a LF
     // and at a chunk's start, `a` + LF in a value, CRs, a BOM.
     streams.push(b"data\n\ndata: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n: a\ndata\n\n".to_vec());
