@@ -33,10 +33,12 @@ DIR/README.md. Exit 1 on any mismatch.
 Python 3 standard library only; the output is byte-for-byte deterministic.
 """
 import base64
-import hashlib
 import json
 import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_nested import jdump, noise, uid  # noqa: E402  (scripts/, beside this one)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 THREAD = "thread-7c1e52a4"
@@ -45,29 +47,10 @@ RUN = "run-0193"
 # ------------------------------------------------------------- deterministic
 
 
-def noise(tag, n):
-    """`n` deterministic bytes."""
-    out = bytearray()
-    i = 0
-    while len(out) < n:
-        out += hashlib.sha256(f"{tag}/{i}".encode()).digest()
-        i += 1
-    return bytes(out[:n])
-
-
 def b64(tag, n_chars, head=b""):
     """Base64 text of about `n_chars` characters (a multiple of 4)."""
     raw = head + noise(tag, max(0, n_chars * 3 // 4 - len(head)))
     return base64.b64encode(raw).decode("ascii")
-
-
-def uid(tag):
-    h = hashlib.sha256(tag.encode()).hexdigest()
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-8{h[17:20]}-{h[20:32]}"
-
-
-def jdump(v):
-    return json.dumps(v, separators=(",", ":"), ensure_ascii=False)
 
 
 PNG_HEAD = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
