@@ -490,7 +490,7 @@ def envoy_yaml(filters, config, upstream_port):
     filter. Strings are JSON-quoted (JSON strings are YAML scalars)."""
     q = json.dumps
 
-    def listener(name, wasm_filter):
+    def listener(name, filter_yaml):
         return """
   - name: %(name)s
     address:
@@ -508,25 +508,16 @@ def envoy_yaml(filters, config, upstream_port):
               routes:
               - match: { prefix: "/" }
                 route: { cluster: backend, timeout: 0s }
-          http_filters:%(wasm)s
+          http_filters:%(filter)s
           - name: envoy.filters.http.router
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-""" % {"name": name, "wasm": wasm_filter}
+""" % {"name": name, "filter": filter_yaml}
 
-    parts = ["""admin:
-  address:
-    socket_address: { address: 127.0.0.1, port_value: 0 }
-
-static_resources:
-  listeners:"""]
-    parts.append(listener("plain", ""))
-    for label, module in filters:
+    def filter_yaml(label, module):
+        """A dynamic module (`libNAME.so`) or a proxy-wasm filter (`.wasm`)."""
         if module.endswith(".so"):
-            parts.append(
-                listener(
-                    "filter_" + label,
-                    """
+            return """
           - name: envoy.filters.http.dynamic_modules
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter
@@ -534,16 +525,8 @@ static_resources:
               filter_name: agui_stream
               filter_config:
                 "@type": type.googleapis.com/google.protobuf.StringValue
-                value: %(config)s"""
-                    % {"module": q(dynamic_module_name(module)), "config": q(config)},
-                )
-            )
-            continue
-        wasm = module
-        parts.append(
-            listener(
-                "filter_" + label,
-                """
+                value: %(config)s""" % {"module": q(dynamic_module_name(module)), "config": q(config)}
+        return """
           - name: envoy.filters.http.wasm
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm
@@ -557,10 +540,18 @@ static_resources:
                   vm_id: %(name)s
                   runtime: envoy.wasm.runtime.v8
                   code:
-                    local: { filename: %(wasm)s }"""
-                % {"name": q("agui_stream_" + label), "config": q(config), "wasm": q(wasm)},
-            )
-        )
+                    local: { filename: %(wasm)s }""" % {
+            "name": q("agui_stream_" + label), "config": q(config), "wasm": q(module)}
+
+    parts = ["""admin:
+  address:
+    socket_address: { address: 127.0.0.1, port_value: 0 }
+
+static_resources:
+  listeners:"""]
+    parts.append(listener("plain", ""))
+    for label, module in filters:
+        parts.append(listener("filter_" + label, filter_yaml(label, module)))
     parts.append("""
   clusters:
   - name: backend
