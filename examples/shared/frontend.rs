@@ -525,6 +525,48 @@ pub const RESPONSE_EDITS: [HeaderEdit; 3] = [
     HeaderEdit::SetIfAbsent("cache-control", "no-cache"),
 ];
 
+// ------------------------------------------------------- rewriting for a host
+
+/// Pushes all of `input` through `rewriter` into `out`, an output that
+/// always has room (a `Vec`): a push reads everything but may stop at the
+/// end of the run (then the rest is not read).
+pub fn push_all<W: agui_stream::Write + ?Sized>(
+    rewriter: &mut Rewriter<'_>,
+    input: &[u8],
+    out: &mut W,
+) -> Result<(), RewriteError> {
+    let mut rest = input;
+    while !rest.is_empty() {
+        let pushed = rewriter.push(rest, out)?;
+        if pushed.ended || pushed.read == 0 {
+            break;
+        }
+        rest = rest.get(pushed.read..).unwrap_or_default();
+    }
+    Ok(())
+}
+
+/// The rewriter's counters a host has added to its metrics so far, to add
+/// what they gained since (the Envoy filters' metrics are running sums).
+pub struct Reported([u64; Stats::COUNTER_NAMES.len()]);
+
+impl Reported {
+    pub const fn new() -> Self {
+        Reported([0; Stats::COUNTER_NAMES.len()])
+    }
+
+    /// What each counter gained since the last call, in the order of
+    /// `Stats::COUNTER_NAMES`.
+    pub fn gains(&mut self, stats: &Stats) -> [u64; Stats::COUNTER_NAMES.len()] {
+        let mut gains = [0; Stats::COUNTER_NAMES.len()];
+        for ((gain, before), (_, now)) in gains.iter_mut().zip(&mut self.0).zip(stats.counters()) {
+            *gain = now.saturating_sub(*before);
+            *before = now;
+        }
+        gains
+    }
+}
+
 // ------------------------------------------------------------- the stats line
 
 /// The longest [`StatsLine`] (every counter and table entry at its

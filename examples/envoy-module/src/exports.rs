@@ -84,27 +84,27 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_destroy(filter: *co
     }
 }
 
-/// The filter and the hook's view of Envoy, for one hook call.
+/// Runs `f` on the filter with the hook's view of Envoy (nothing for a
+/// null filter).
 ///
 /// # Safety
 /// The hook's own pointers: Envoy's filter and the module's (from
 /// `envoy_dynamic_module_on_http_filter_new`), on the filter's thread.
-unsafe fn with<'h>(
+unsafe fn call(
     envoy: *mut c_void,
     filter: *const c_void,
-) -> Option<(Hook<'h>, &'h mut Filter)> {
+    f: impl FnOnce(&mut Filter, &mut Hook<'_>),
+) {
     // SAFETY: the caller's contract; one hook at a time per filter, so the
-    // `&mut` is the only reference.
-    unsafe {
-        Some((
-            Hook::new(envoy),
-            filter.cast_mut().cast::<Filter>().as_mut()?,
-        ))
+    // `&mut` is the only reference, and the `Hook` is dropped before the
+    // hook returns.
+    if let Some(filter) = unsafe { filter.cast_mut().cast::<Filter>().as_mut() } {
+        f(filter, &mut unsafe { Hook::new(envoy) });
     }
 }
 
 /// # Safety
-/// Envoy's hook contract (see [`with`]).
+/// Envoy's hook contract (see [`call`]).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_headers(
     envoy: *mut c_void,
@@ -112,14 +112,12 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_headers(
     _end_of_stream: bool,
 ) -> u32 {
     // SAFETY: the hook's contract.
-    if let Some((mut hook, filter)) = unsafe { with(envoy, filter) } {
-        filter.on_request_headers(&mut hook);
-    }
+    unsafe { call(envoy, filter, |f, hook| f.on_request_headers(hook)) };
     CONTINUE
 }
 
 /// # Safety
-/// Envoy's hook contract (see [`with`]).
+/// Envoy's hook contract (see [`call`]).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_response_headers(
     envoy: *mut c_void,
@@ -127,14 +125,16 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_response_headers(
     end_of_stream: bool,
 ) -> u32 {
     // SAFETY: the hook's contract.
-    if let Some((mut hook, filter)) = unsafe { with(envoy, filter) } {
-        filter.on_response_headers(&mut hook, end_of_stream);
-    }
+    unsafe {
+        call(envoy, filter, |f, hook| {
+            f.on_response_headers(hook, end_of_stream)
+        })
+    };
     CONTINUE
 }
 
 /// # Safety
-/// Envoy's hook contract (see [`with`]).
+/// Envoy's hook contract (see [`call`]).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_response_body(
     envoy: *mut c_void,
@@ -142,23 +142,23 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_response_body(
     end_of_stream: bool,
 ) -> u32 {
     // SAFETY: the hook's contract.
-    if let Some((mut hook, filter)) = unsafe { with(envoy, filter) } {
-        filter.on_response_body(&mut hook, end_of_stream);
-    }
+    unsafe {
+        call(envoy, filter, |f, hook| {
+            f.on_response_body(hook, end_of_stream)
+        })
+    };
     CONTINUE
 }
 
 /// # Safety
-/// Envoy's hook contract (see [`with`]).
+/// Envoy's hook contract (see [`call`]).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_response_trailers(
     envoy: *mut c_void,
     filter: *const c_void,
 ) -> u32 {
     // SAFETY: the hook's contract.
-    if let Some((mut hook, filter)) = unsafe { with(envoy, filter) } {
-        filter.on_response_trailers(&mut hook);
-    }
+    unsafe { call(envoy, filter, |f, hook| f.on_response_trailers(hook)) };
     CONTINUE
 }
 
@@ -166,16 +166,14 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_response_trailers(
 /// `destroy`, with Envoy's filter still there to count on.
 ///
 /// # Safety
-/// Envoy's hook contract (see [`with`]).
+/// Envoy's hook contract (see [`call`]).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_stream_complete(
     envoy: *mut c_void,
     filter: *const c_void,
 ) {
     // SAFETY: the hook's contract.
-    if let Some((mut hook, filter)) = unsafe { with(envoy, filter) } {
-        filter.on_stream_complete(&mut hook);
-    }
+    unsafe { call(envoy, filter, |f, hook| f.on_stream_complete(hook)) };
 }
 
 /// Hooks for what the filter does not look at: the request body and

@@ -53,7 +53,7 @@ use std::cell::RefCell;
 use agui_stream::rewrite::{RewriteError, Rewriter, Stats};
 
 use abi::{Body, ConfigHook, EnvoyBuffer, Headers, Hook, Level};
-use frontend::{Gateway, HeaderEdit, RESPONSE_EDITS, StatsLine};
+use frontend::{Gateway, HeaderEdit, RESPONSE_EDITS, Reported, StatsLine};
 
 /// The rewriter's counters (`Stats::counters`), in that order.
 const COUNTERS: usize = Stats::COUNTER_NAMES.len();
@@ -133,7 +133,7 @@ pub struct Filter {
     config: &'static FilterConfig,
     state: State,
     /// The counters already added to the metrics.
-    reported: [u64; COUNTERS],
+    reported: Reported,
     /// The request's path, for the log line.
     path: String,
 }
@@ -143,7 +143,7 @@ impl Filter {
         Filter {
             config,
             state: State::Waiting,
-            reported: [0; COUNTERS],
+            reported: Reported::new(),
             path: String::new(),
         }
     }
@@ -231,7 +231,7 @@ impl Filter {
                 out.reserve(size.saturating_add(size / 8));
                 slices
                     .into_iter()
-                    .try_for_each(|slice| push_all(rewriter, slice, out))
+                    .try_for_each(|slice| frontend::push_all(rewriter, slice, out))
             }
             None => Err(RewriteError::Write),
         };
@@ -296,11 +296,9 @@ impl Filter {
         let State::Rewriting(rewriter) = &self.state else {
             return;
         };
-        let ids = self.config.metrics.stats.iter();
-        for ((id, (_, now)), before) in ids.zip(rewriter.stats().counters()).zip(&mut self.reported)
-        {
-            hook.increment_counter(*id, now.saturating_sub(*before));
-            *before = now;
+        let gains = self.reported.gains(rewriter.stats());
+        for (id, gain) in self.config.metrics.stats.iter().zip(gains) {
+            hook.increment_counter(*id, gain);
         }
     }
 
@@ -332,24 +330,6 @@ impl Drop for Filter {
             pool::give_back(rewriter.into_buffers());
         }
     }
-}
-
-/// Pushes all of `input` into `out` (a `Vec` always has room: one push
-/// reads everything, but a push may stop at the end of the run).
-fn push_all(
-    rewriter: &mut Rewriter<'_>,
-    input: &[u8],
-    out: &mut Vec<u8>,
-) -> Result<(), RewriteError> {
-    let mut rest = input;
-    while !rest.is_empty() {
-        let pushed = rewriter.push(rest, out)?;
-        if pushed.ended || pushed.read == 0 {
-            break;
-        }
-        rest = rest.get(pushed.read..).unwrap_or_default();
-    }
-    Ok(())
 }
 
 /// What a hook needs for a moment: the output for a chunk and the list of

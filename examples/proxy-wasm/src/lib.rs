@@ -106,7 +106,7 @@ use agui_stream::rewrite::{RewriteError, Rewriter, Stats};
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, ContextType, LogLevel, MetricType};
 
-use frontend::{Gateway, RESPONSE_EDITS, StatsLine};
+use frontend::{Gateway, RESPONSE_EDITS, Reported, StatsLine};
 
 proxy_wasm::main! {{
     proxy_wasm::set_log_level(LogLevel::Info);
@@ -196,7 +196,7 @@ impl RootContext for Root {
             metrics: Metrics::get(),
             state: State::Waiting,
             out: Vec::new(),
-            reported: [0; COUNTERS],
+            reported: Reported::new(),
             path: String::new(),
         }))
     }
@@ -228,7 +228,7 @@ struct Stream {
     /// The output for the current chunk (reused).
     out: Vec<u8>,
     /// The counters already added to the metrics.
-    reported: [u64; COUNTERS],
+    reported: Reported,
     /// The request's path, for the log line.
     path: String,
 }
@@ -236,10 +236,8 @@ struct Stream {
 impl Stream {
     /// Adds what the counters gained since the last call to the metrics.
     fn report(&mut self, stats: &Stats) {
-        let ids = self.metrics.stats.iter();
-        for ((id, (_, now)), before) in ids.zip(stats.counters()).zip(&mut self.reported) {
-            self.metrics.add(*id, now.saturating_sub(*before));
-            *before = now;
+        for (id, gain) in self.metrics.stats.iter().zip(self.reported.gains(stats)) {
+            self.metrics.add(*id, gain);
         }
     }
 
@@ -278,15 +276,7 @@ impl Stream {
         let State::Rewriting(rewriter) = &mut self.state else {
             return Ok(());
         };
-        let mut rest = input;
-        while !rest.is_empty() {
-            // A `Vec` always has room: one push reads everything.
-            let pushed = rewriter.push(rest, &mut self.out)?;
-            if pushed.ended || pushed.read == 0 {
-                break;
-            }
-            rest = rest.get(pushed.read..).unwrap_or_default();
-        }
+        frontend::push_all(rewriter, input, &mut self.out)?;
         if end_of_stream {
             rewriter.finish(&mut self.out)?;
         }
