@@ -14,6 +14,13 @@ pub enum Capacity {
         /// The buffer's size in bytes.
         capacity: u32,
     },
+    /// A request body's members a rule reads (ids, roles, tags, with the
+    /// structure around them) do not fit a
+    /// [`RequestChecker`](crate::RequestChecker)'s buffer.
+    RequestBuffer {
+        /// The buffer's size in bytes.
+        capacity: u32,
+    },
     /// JSON nested deeper than [`Limits::max_depth`](crate::json::Limits::max_depth).
     JsonDepth {
         /// The limit in force.
@@ -55,6 +62,10 @@ impl fmt::Display for Capacity {
             Capacity::FrameBuffer { capacity } => {
                 write!(f, "frame larger than the {capacity}-byte frame buffer")
             }
+            Capacity::RequestBuffer { capacity } => write!(
+                f,
+                "request body's checked members need more than the {capacity}-byte buffer"
+            ),
             Capacity::JsonDepth { limit } => {
                 write!(f, "JSON nested deeper than the limit of {limit} levels")
             }

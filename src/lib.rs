@@ -69,13 +69,14 @@ mod store;
 pub mod testing;
 mod view;
 
-pub use check::{legacy, normalize, verify};
+pub use check::{legacy, normalize, request, verify};
 pub use input::{json, sse};
 pub use output::rewrite;
 
 pub use capacity::Capacity;
 pub use check::decode::{DecodeError, decode};
 pub use check::legacy::Minting;
+pub use check::request::{MemberPath, RequestChecker, RequestError, RequestErrorKind};
 pub use check::schema::{ExpectedKind, SchemaError, SchemaProblem};
 pub use check::spilled::StandIns;
 pub use output::encode::{

@@ -10,6 +10,7 @@ pub(crate) mod decode;
 mod delta;
 pub mod legacy;
 pub mod normalize;
+pub mod request;
 pub(crate) mod schema;
 pub(crate) mod spilled;
 pub mod verify;

@@ -115,38 +115,56 @@ impl fmt::Display for SchemaError {
             // The reference's transport check words it this way.
             None => f.write_str("Invalid event: ")?,
         }
-        let field = self.field.map_or("", Member::as_str);
-        let object = self.object;
-        match self.problem {
-            SchemaProblem::NotAnObject => f.write_str("the frame is not a JSON object."),
-            SchemaProblem::MissingType => f.write_str("the frame carries no event type."),
-            SchemaProblem::UnknownType => f.write_str("unknown event type"),
-            SchemaProblem::Missing => write!(f, "{object}.{field} is required"),
-            SchemaProblem::Null => write!(f, "{object}.{field} must not be null"),
-            SchemaProblem::WrongKind { expected, found } => write!(
-                f,
-                "{object}.{field}: expected {expected}, received {}",
-                found.name()
-            ),
-            SchemaProblem::NotInteger => write!(f, "{object}.{field}: expected an integer"),
-            SchemaProblem::NotSafeInteger => {
-                write!(f, "{object}.{field}: integer outside the safe range")
-            }
-            SchemaProblem::Negative => write!(f, "{object}.{field}: must be >= 0"),
-            SchemaProblem::NotAllowed => write!(f, "{object}.{field}: value not allowed"),
-            SchemaProblem::BadPointer => {
-                write!(f, "{object}.{field}: not a JSON Pointer (RFC 6901)")
-            }
-            SchemaProblem::UnknownMember => write!(f, "{object}: unrecognized member"),
-            SchemaProblem::Empty => write!(f, "{object}.{field}: must not be empty"),
-            SchemaProblem::UnknownVariant => {
-                write!(f, "{object}.{field}: invalid discriminator value")
-            }
-            SchemaProblem::BinaryPayload => write!(
-                f,
-                "{object}: BinaryInputContent requires at least one of id, url, or data"
-            ),
+        describe(f, self.object, self.field, self.problem)
+    }
+}
+
+/// The words of a rule broken at `object.field` (events and requests).
+pub(crate) fn describe(
+    f: &mut fmt::Formatter<'_>,
+    object: SchemaObject,
+    field: Option<Member>,
+    problem: SchemaProblem,
+) -> fmt::Result {
+    let field = field.map_or("", Member::as_str);
+    if field.is_empty()
+        && let SchemaProblem::WrongKind { expected, found } = problem
+    {
+        return write!(
+            f,
+            "{object}: expected {expected}, received {}",
+            found.name()
+        );
+    }
+    match problem {
+        SchemaProblem::NotAnObject => f.write_str("the frame is not a JSON object."),
+        SchemaProblem::MissingType => f.write_str("the frame carries no event type."),
+        SchemaProblem::UnknownType => f.write_str("unknown event type"),
+        SchemaProblem::Missing => write!(f, "{object}.{field} is required"),
+        SchemaProblem::Null => write!(f, "{object}.{field} must not be null"),
+        SchemaProblem::WrongKind { expected, found } => write!(
+            f,
+            "{object}.{field}: expected {expected}, received {}",
+            found.name()
+        ),
+        SchemaProblem::NotInteger => write!(f, "{object}.{field}: expected an integer"),
+        SchemaProblem::NotSafeInteger => {
+            write!(f, "{object}.{field}: integer outside the safe range")
         }
+        SchemaProblem::Negative => write!(f, "{object}.{field}: must be >= 0"),
+        SchemaProblem::NotAllowed => write!(f, "{object}.{field}: value not allowed"),
+        SchemaProblem::BadPointer => {
+            write!(f, "{object}.{field}: not a JSON Pointer (RFC 6901)")
+        }
+        SchemaProblem::UnknownMember => write!(f, "{object}: unrecognized member"),
+        SchemaProblem::Empty => write!(f, "{object}.{field}: must not be empty"),
+        SchemaProblem::UnknownVariant => {
+            write!(f, "{object}.{field}: invalid discriminator value")
+        }
+        SchemaProblem::BinaryPayload => write!(
+            f,
+            "{object}: BinaryInputContent requires at least one of id, url, or data"
+        ),
     }
 }
 

@@ -10,12 +10,15 @@
 //! Nothing but this small state and the buffer is used.
 
 mod elements;
+mod marks;
 mod place;
 mod reduce;
 mod stand_ins;
 mod utf16;
 
 use elements::FILTER;
+use marks::{EventRoot, Root};
+pub(crate) use marks::{Found, Marks, REQUEST_FIELDS};
 pub(crate) use reduce::Reduced;
 use reduce::Reducer;
 pub use stand_ins::StandIns;
@@ -26,6 +29,7 @@ use crate::check::verify::Staged;
 use crate::input::json::{ErrorKind as JsonErrorKind, Limits, ScanError, Scanner, V8Message};
 use crate::input::sse::SpillSink;
 use crate::protocol::dialect::Dialect;
+use crate::protocol::schema::Obj;
 
 /// The state of a spilling frame, or the message of the last JSON error:
 /// the framer's spill sink (one or the other is needed at a time).
@@ -85,25 +89,25 @@ impl SpillSink for JsonState {
 }
 
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Spilling {
+pub(crate) struct Spilling<R: Root = EventRoot> {
     /// Stream offset of the first byte that did not fit.
     overflow_at: u64,
     /// Where the payload's first line ends (`usize::MAX` until it does).
     first_lf: usize,
-    progress: Progress,
+    progress: Progress<R>,
 }
 
 /// How far a spilling payload has been read.
 #[derive(Clone, Copy, Debug)]
 #[allow(clippy::large_enum_variant)] // held inline, in the state above
-enum Progress {
+enum Progress<R: Root> {
     Reading {
         scan: Scanner<1>,
         /// UTF-16 units of the bytes seen, as the reference decodes them.
         units: Utf16Count,
         /// The last bytes seen.
         recent: Quote,
-        stand_in: Reducer,
+        stand_in: Reducer<R>,
     },
     /// The first syntax error, with the UTF-16 units before it and the
     /// bytes around it (for V8's message, which quotes them).
@@ -202,8 +206,26 @@ impl Spilling {
             },
         }
     }
+}
 
-    /// The payload's first bytes, `buf[..held]`.
+impl Spilling<Marks> {
+    /// A request body of shape `shape`, read from its first byte: its JSON
+    /// checked to `limits`.
+    pub(crate) const fn request(dialect: Dialect, shape: &'static Obj, limits: Limits) -> Self {
+        Spilling {
+            overflow_at: 0,
+            first_lf: usize::MAX,
+            progress: Progress::Reading {
+                scan: Scanner::new(limits),
+                units: Utf16Count::new(),
+                recent: Quote::new(),
+                stand_in: Reducer::with_root(dialect, Marks::new(shape)),
+            },
+        }
+    }
+}
+
+impl<R: Root> Spilling<R> {
     /// The payload's first bytes, `buf[..held]` (clear of the buffer's
     /// last [`FILTER`] bytes).
     fn feed_held(&mut self, buf: &mut [u8], held: usize) {
@@ -215,7 +237,7 @@ impl Spilling {
         }
     }
 
-    fn feed(&mut self, bytes: &[u8], buf: &mut [u8]) {
+    pub(crate) fn feed(&mut self, bytes: &[u8], buf: &mut [u8]) {
         let len = buf.len();
         let at = len.saturating_sub(FILTER);
         self.check(bytes, buf.get_mut(at..).unwrap_or_default(), len);
@@ -294,7 +316,7 @@ impl Spilling {
     /// needs to word it (the text V8 quotes after an unexpected token or
     /// a bad escape): its verdict is then a JSON error however the frame
     /// goes on.
-    fn failed(&self) -> bool {
+    pub(crate) fn failed(&self) -> bool {
         match self.progress {
             Progress::Failed { error, rest, .. } => {
                 !matches!(
@@ -357,6 +379,45 @@ impl Spilling {
             )),
         };
         (Verdict::Json { error, first_line }, message)
+    }
+}
+
+/// A request body's verdict at its end, before its stand-in is checked.
+pub(crate) enum RequestEnd<'a> {
+    /// Well-formed: its stand-in (reduced where it did not fit, its
+    /// arrays' passing elements let go) and what reading it marked.
+    StandIn {
+        stand_in: &'a [u8],
+        marks: &'a Marks,
+    },
+    /// A syntax error (or too deep), with V8's message.
+    Json(ScanError, Option<V8Message>),
+    /// What a rule reads did not fit: at this text offset.
+    TooLarge { at: u64 },
+}
+
+impl Spilling<Marks> {
+    /// The verdict of a request body read whole into `buf` (the buffer it
+    /// was fed with).
+    pub(crate) fn request_end<'a>(&'a self, buf: &'a [u8]) -> RequestEnd<'a> {
+        match self.finish(buf) {
+            (Verdict::Json { error, .. }, message) => RequestEnd::Json(error, message),
+            (verdict, _) => match (&self.progress, verdict) {
+                (Progress::Reading { stand_in, .. }, Verdict::StandIn(reduced)) => {
+                    match stand_in.marks() {
+                        Some(marks) => RequestEnd::StandIn {
+                            stand_in: buf.get(..reduced.len).unwrap_or_default(),
+                            marks,
+                        },
+                        None => RequestEnd::TooLarge { at: 0 },
+                    }
+                }
+                (Progress::Reading { stand_in, .. }, _) => RequestEnd::TooLarge {
+                    at: stand_in.marks().map_or(0, |m| m.at),
+                },
+                _ => RequestEnd::TooLarge { at: 0 },
+            },
+        }
     }
 }
 

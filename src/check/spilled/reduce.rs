@@ -19,17 +19,21 @@
 //! is checked beside it, and a stand-in is used only for well-formed JSON.
 
 use super::elements::{self, Element, FILTER, MIN_BUFFER};
+use super::marks::{EventRoot, Found, Marks, Root};
 use super::place::{self, Ctx, List, Named, Place, Treat, Variant};
 use super::stand_ins::{ESCAPED, ROOT, StandIns, UNLISTED};
+use crate::check::request::{MemberPath, Step};
+use crate::check::schema::{self, Site};
 use crate::protocol::dialect::Dialect;
 use crate::protocol::event_type::{EventType, Key};
-use crate::protocol::schema::Shape;
+use crate::protocol::schema::{SchemaObject, Shape};
+use crate::view::json::RawJson;
 use crate::view::shaped::{LEGACY_COMPARISON_BUDGET, has_legacy_parts};
 
 /// Most objects and arrays the schema reads that are open at once: an
 /// event, a run's input, its history, a message, its content, a part and
 /// its source are seven.
-const FRAMES: usize = 7;
+pub(super) const FRAMES: usize = 7;
 
 /// The frames open, innermost last.
 #[derive(Clone, Copy, Debug)]
@@ -227,9 +231,10 @@ pub(crate) struct Reduced {
     pub(crate) subagents: bool,
 }
 
-/// Writes a spilling payload's stand-in into the frame buffer.
+/// Writes a spilling payload's stand-in into the frame buffer: an
+/// event's, or (with [`Marks`] as its root) a request body's.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Reducer {
+pub(crate) struct Reducer<R: Root = EventRoot> {
     /// Bytes of stand-in written.
     out: u32,
     frames: Stack,
@@ -265,10 +270,17 @@ pub(crate) struct Reducer {
     ty_read: bool,
     dialect: Dialect,
     stand_ins: StandIns,
+    root: R,
 }
 
 impl Reducer {
     pub(crate) const fn new(dialect: Dialect) -> Self {
+        Reducer::with_root(dialect, EventRoot)
+    }
+}
+
+impl<R: Root> Reducer<R> {
+    pub(crate) const fn with_root(dialect: Dialect, root: R) -> Self {
         Reducer {
             out: 0,
             frames: Stack::new(),
@@ -294,7 +306,13 @@ impl Reducer {
             ty_read: false,
             dialect,
             stand_ins: StandIns::none(),
+            root,
         }
+    }
+
+    /// What reading a request body marked.
+    pub(crate) fn marks(&self) -> Option<&Marks> {
+        self.root.marks()
     }
 
     pub(crate) const fn dialect(&self) -> Dialect {
@@ -331,6 +349,7 @@ impl Reducer {
                 return;
             }
             self.byte(b, buf);
+            self.advance(1);
         }
     }
 
@@ -344,9 +363,11 @@ impl Reducer {
             let n = self.string_run(bytes.get(i..).unwrap_or_default(), buf);
             if n > 0 {
                 i = i.saturating_add(n);
+                self.advance(n);
                 continue;
             }
             self.byte(b, buf);
+            self.advance(1);
             i = i.saturating_add(1);
         }
     }
@@ -447,12 +468,29 @@ impl Reducer {
                 if self.scalar {
                     self.scalar_closed();
                 }
+                if b == b']' && self.element_done(buf) {
+                    return self.skip_byte(b, buf);
+                }
                 self.put(b, buf);
                 self.frame_closed(buf);
+                if let (None, Some(m)) = (self.frames.last(), self.root.marks_mut()) {
+                    m.end = m.at;
+                }
             }
             b',' => {
                 if self.scalar {
                     self.scalar_closed();
+                }
+                if self.root.marks().is_some() && self.in_array() {
+                    // The element before it is gone (or failed, and the
+                    // rest of the array is skipped): no comma is written.
+                    if !self.element_done(buf) {
+                        let out = self.out;
+                        if let Some(f) = self.frames.last_mut() {
+                            f.item = out;
+                        }
+                    }
+                    return;
                 }
                 self.put(b, buf);
                 let out = self.out;
@@ -545,15 +583,129 @@ impl Reducer {
         )
     }
 
+    /// The innermost frame is an array.
+    fn in_array(&self) -> bool {
+        matches!(
+            self.frames.last(),
+            Some(Frame {
+                kind: Kind::Array { .. },
+                ..
+            })
+        )
+    }
+
+    /// A request's array element ended (before its `,` or `]` is
+    /// written): checked, and let go if it passes; if it fails, it stays,
+    /// the first failure is marked, and the rest of the array is skipped
+    /// (true).
+    fn element_done(&mut self, buf: &[u8]) -> bool {
+        let Some(&Frame {
+            kind:
+                Kind::Array {
+                    item,
+                    floor,
+                    dropped,
+                    ..
+                },
+            ..
+        }) = self.frames.last()
+        else {
+            return false;
+        };
+        let Some(marks) = self.root.marks() else {
+            return false;
+        };
+        if self.out <= floor {
+            return false;
+        }
+        let depth = self.frames.len().saturating_sub(1);
+        let origin = marks.origins.get(depth).copied().unwrap_or(0);
+        let element = buf
+            .get(floor as usize..self.out as usize)
+            .unwrap_or_default();
+        crate::testing::count_work(element.len());
+        let site = Site {
+            object: match *item {
+                Shape::Object(o) => o.name,
+                Shape::Union(u) => u.name,
+                _ => SchemaObject::RunAgentInput,
+            },
+            field: None,
+        };
+        match schema::check(RawJson::trusted(element), item, site) {
+            Ok(_) => {
+                let out = self.out;
+                self.moved(floor, out, out.saturating_sub(floor));
+                if let Some(Frame {
+                    kind: Kind::Array { dropped, .. },
+                    ..
+                }) = self.frames.last_mut()
+                {
+                    *dropped = dropped.saturating_add(1);
+                }
+                false
+            }
+            Err(fault) => {
+                let path = self.path(dropped);
+                if let Some(m) = self.root.marks_mut()
+                    && m.found.is_none()
+                {
+                    m.found = Some(Found {
+                        path,
+                        offset: origin,
+                        fault,
+                    });
+                }
+                self.skip = Some(Skip {
+                    depth: 0,
+                    string: false,
+                    escape: false,
+                    array: true,
+                });
+                true
+            }
+        }
+    }
+
+    /// The path of the innermost array's element `index`.
+    fn path(&self, index: u32) -> MemberPath {
+        let mut path = MemberPath::root();
+        let last = self.frames.len().saturating_sub(1);
+        let members = self.root.marks().map(|m| m.members);
+        for (i, f) in self.frames.iter().enumerate() {
+            if let Kind::Array { dropped, .. } = f.kind {
+                path.push(Step {
+                    member: members.and_then(|m| m.get(i).copied().flatten()),
+                    index: Some(if i == last { index } else { dropped }),
+                });
+            }
+        }
+        path
+    }
+
+    /// `n` more bytes were read.
+    fn advance(&mut self, n: usize) {
+        if let Some(m) = self.root.marks_mut() {
+            m.at = m.at.saturating_add(n as u64);
+        }
+    }
+
     /// A value opens with `b` (not yet written).
     fn value_opens(&mut self, b: u8) {
+        let in_array = self.in_array();
+        if let Some(m) = self.root.marks_mut() {
+            m.value_opens(self.frames.len(), in_array);
+        }
         let container = matches!(b, b'{' | b'[');
         let (treat, place) = match self.frames.last() {
             _ if self.escaped => (
                 if container { Treat::Whole } else { Treat::Keep },
                 Place::Other,
             ),
-            None if b == b'{' => (Treat::Object(Ctx::Event), Place::Other),
+            None if b == b'{' => match self.root.marks() {
+                Some(m) => (Treat::Object(Ctx::Obj(m.shape)), Place::Other),
+                None => (Treat::Object(Ctx::Event), Place::Other),
+            },
             None => (place::Named::Kind { truthy: false }.treat(b), Place::Other),
             Some(f) => match f.kind {
                 Kind::Object { ctx, .. } => {
@@ -609,6 +761,10 @@ impl Reducer {
     }
 
     fn push(&mut self, kind: Kind) {
+        let in_object = self.frames.last().is_some() && !self.in_array();
+        if let Some(m) = self.root.marks_mut() {
+            m.frame_opens(self.frames.len(), in_object);
+        }
         let frame = Frame {
             start: self.out,
             item: self.out.saturating_add(1),
@@ -662,6 +818,10 @@ impl Reducer {
             .get((item as usize).saturating_add(1)..(self.out as usize).saturating_sub(1))
             .unwrap_or_default();
         let event = matches!(ctx, Ctx::Event);
+        let depth = self.frames.len();
+        if let Some(m) = self.root.marks_mut() {
+            m.name_closed(text, depth);
+        }
         if text.contains(&b'\\') {
             // It may be any member, the tag among them: nothing more is
             // replaced, and what was may not stand.

@@ -100,6 +100,8 @@ pub(crate) enum Special {
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Union {
+    /// What the reference calls the union (`MessageSchema`: `Message`).
+    pub(crate) name: SchemaObject,
     pub(crate) tag: Member,
     pub(crate) variants: &'static [(&'static str, &'static Obj)],
     /// V1 drops an element whose tag it does not know; V0 rejects it.
@@ -137,6 +139,8 @@ names! {
         BinaryInputContent = b"BinaryInputContent",
         /// `CancelledOutcome`
         CancelledOutcome = b"CancelledOutcome",
+        /// `ContentPart` (a content part of any type)
+        ContentPart = b"ContentPart",
         /// `Context`
         Context = b"Context",
         /// `CopyOperation`
@@ -157,16 +161,26 @@ names! {
         ImageInputContent = b"ImageInputContent",
         /// `ImagePart`
         ImagePart = b"ImagePart",
+        /// `InputContent` (V0: a content part of any type)
+        InputContent = b"InputContent",
         /// `InputContentDataSource`
         InputContentDataSource = b"InputContentDataSource",
+        /// `InputContentSource` (V0: a part's source of any type)
+        InputContentSource = b"InputContentSource",
         /// `InputContentUrlSource`
         InputContentUrlSource = b"InputContentUrlSource",
         /// `Interrupt`
         Interrupt = b"Interrupt",
         /// `InterruptOutcome`
         InterruptOutcome = b"InterruptOutcome",
+        /// `JsonPatchOperation` (an operation of any kind)
+        JsonPatchOperation = b"JsonPatchOperation",
+        /// `Message` (a message of any role)
+        Message = b"Message",
         /// `MoveOperation`
         MoveOperation = b"MoveOperation",
+        /// `PartSource` (a part's source of any type)
+        PartSource = b"PartSource",
         /// `ReasoningMessage`
         ReasoningMessage = b"ReasoningMessage",
         /// `RemoveOperation`
@@ -177,6 +191,10 @@ names! {
         ResumeEntry = b"ResumeEntry",
         /// `RunAgentInput`
         RunAgentInput = b"RunAgentInput",
+        /// `RunFinishedOutcome` (an outcome of any type)
+        RunFinishedOutcome = b"RunFinishedOutcome",
+        /// `SubagentFinishedOutcome` (an outcome of any type)
+        SubagentFinishedOutcome = b"SubagentFinishedOutcome",
         /// `SuccessOutcome`
         SuccessOutcome = b"SuccessOutcome",
         /// `SuspendedOutcome`
@@ -279,6 +297,14 @@ use Extra::{Keep, Reject, Strip};
 use Member as M;
 use SchemaObject as O;
 use Shape::{Any, Bool, Count, NonNull, Pointer, Record, SafeInt, Str};
+
+/// What a request body (`RunAgentInput`) must be in `dialect`.
+pub(crate) const fn request(dialect: Dialect) -> &'static Obj {
+    match dialect {
+        Dialect::V1 => &v1::REQUEST,
+        Dialect::V0 => &v0::REQUEST,
+    }
+}
 
 pub(crate) mod v0;
 pub(crate) mod v1;

@@ -15,6 +15,7 @@ const URL_SOURCE: Obj = obj(
     &[req(M::Value, Str), opt(M::MimeType, Str)],
 );
 const SOURCE: Union = Union {
+    name: O::InputContentSource,
     tag: M::Type,
     variants: &[("data", &DATA_SOURCE), ("url", &URL_SOURCE)],
     drop_unknown: false,
@@ -38,6 +39,7 @@ const BINARY: Obj = Obj {
     special: Special::BinaryPayload,
 };
 const INPUT_CONTENT: Union = Union {
+    name: O::InputContent,
     tag: M::Type,
     variants: &[
         ("text", &TEXT),
@@ -143,6 +145,7 @@ const REASONING: Obj = obj(
     ],
 );
 const MESSAGE: Union = Union {
+    name: O::Message,
     tag: M::Role,
     variants: &[
         ("developer", &DEVELOPER),
@@ -197,6 +200,8 @@ pub(crate) const RUN_AGENT_INPUT: Obj = obj(
         opt(M::Resume, Shape::Array(&Shape::Object(&RESUME))),
     ],
 );
+/// `RunAgentInputSchema`, for a request body: the same as `RUN_STARTED.input`.
+pub(crate) const REQUEST: Obj = RUN_AGENT_INPUT;
 const INTERRUPT: Obj = obj(
     O::Interrupt,
     Strip,
@@ -221,6 +226,7 @@ const INTERRUPTED: Obj = obj(
     )],
 );
 pub(crate) const RUN_OUTCOME: Union = Union {
+    name: O::RunFinishedOutcome,
     tag: M::Type,
     variants: &[("success", &SUCCESS), ("interrupt", &INTERRUPTED)],
     drop_unknown: false,
@@ -231,6 +237,7 @@ const SUSPENDED: Obj = obj(
     &[opt(M::InterruptIds, Shape::Array(&Str))],
 );
 pub(crate) const SUBAGENT_OUTCOME: Union = Union {
+    name: O::SubagentFinishedOutcome,
     tag: M::Type,
     variants: &[("success", &SUCCESS), ("suspended", &SUSPENDED)],
     drop_unknown: false,

@@ -36,6 +36,7 @@ const FILE_SOURCE: Obj = obj(
     ],
 );
 const SOURCE: Union = Union {
+    name: O::PartSource,
     tag: M::Type,
     variants: &[
         ("data", &DATA_SOURCE),
@@ -69,6 +70,7 @@ const LEGACY_BINARY: Obj = Obj {
     special: Special::LegacyBinary,
 };
 pub(crate) const PART_IN_MESSAGE: Union = Union {
+    name: O::ContentPart,
     tag: M::Type,
     variants: &[
         ("text", &TEXT_PART),
@@ -81,6 +83,7 @@ pub(crate) const PART_IN_MESSAGE: Union = Union {
     drop_unknown: true,
 };
 const PART_IN_RESULT: Union = Union {
+    name: O::ContentPart,
     tag: M::Type,
     variants: &[
         ("text", &TEXT_PART),
@@ -185,6 +188,7 @@ const REASONING: Obj = obj(
     ],
 );
 pub(crate) const MESSAGE: Union = Union {
+    name: O::Message,
     tag: M::Role,
     variants: &[
         ("developer", &DEVELOPER),
@@ -241,6 +245,114 @@ pub(crate) const RUN_AGENT_INPUT: Obj = obj(
     ],
 );
 
+// A request body (`RunAgentInputSchema.parse`, without the event
+// pipeline's compatibility boundary and enforcement): an unknown role,
+// part type or source type is rejected, not stripped; there is no legacy
+// `binary` part; and `null` is refused where a member is
+// `z.any().refine(v => v !== null).optional()`.
+const REQUEST_SOURCE: Union = Union {
+    drop_unknown: false,
+    ..SOURCE
+};
+const REQUEST_MEDIA_FIELDS: &[Field] = &[
+    opt(M::Id, Str),
+    req(M::Source, Shape::Union(&REQUEST_SOURCE)),
+    opt(M::Metadata, NonNull),
+];
+const REQUEST_IMAGE: Obj = obj(O::ImagePart, Strip, REQUEST_MEDIA_FIELDS);
+const REQUEST_AUDIO: Obj = obj(O::AudioPart, Strip, REQUEST_MEDIA_FIELDS);
+const REQUEST_VIDEO: Obj = obj(O::VideoPart, Strip, REQUEST_MEDIA_FIELDS);
+const REQUEST_DOCUMENT: Obj = obj(O::DocumentPart, Strip, REQUEST_MEDIA_FIELDS);
+const REQUEST_PART: Union = Union {
+    name: O::ContentPart,
+    tag: M::Type,
+    variants: &[
+        ("text", &TEXT_PART),
+        ("image", &REQUEST_IMAGE),
+        ("audio", &REQUEST_AUDIO),
+        ("video", &REQUEST_VIDEO),
+        ("document", &REQUEST_DOCUMENT),
+    ],
+    drop_unknown: false,
+};
+const REQUEST_CONTENT: Shape = Shape::StrOr(&Shape::Array(&Shape::Union(&REQUEST_PART)));
+const REQUEST_USER: Obj = obj(
+    O::UserMessage,
+    Strip,
+    &[
+        opt(M::SubagentRunId, Str),
+        req(M::Id, Str),
+        opt(M::Name, Str),
+        opt(M::EncryptedValue, Str),
+        opt(M::Metadata, Record),
+        req(M::Content, REQUEST_CONTENT),
+    ],
+);
+const REQUEST_TOOL_MESSAGE: Obj = obj(
+    O::ToolMessage,
+    Strip,
+    &[
+        opt(M::SubagentRunId, Str),
+        req(M::Id, Str),
+        req(M::Content, REQUEST_CONTENT),
+        req(M::ToolCallId, Str),
+        opt(M::Error, Str),
+        opt(M::EncryptedValue, Str),
+        opt(M::Metadata, Record),
+    ],
+);
+const REQUEST_MESSAGE: Union = Union {
+    name: O::Message,
+    tag: M::Role,
+    variants: &[
+        ("developer", &DEVELOPER),
+        ("system", &SYSTEM),
+        ("assistant", &ASSISTANT),
+        ("user", &REQUEST_USER),
+        ("tool", &REQUEST_TOOL_MESSAGE),
+        ("activity", &ACTIVITY),
+        ("reasoning", &REASONING),
+    ],
+    drop_unknown: false,
+};
+const REQUEST_TOOL: Obj = obj(
+    O::Tool,
+    Strip,
+    &[
+        req(M::Name, Str),
+        req(M::Description, Str),
+        opt(M::Parameters, NonNull),
+        opt(M::Metadata, Record),
+    ],
+);
+const REQUEST_RESUME: Obj = obj(
+    O::ResumeEntry,
+    Strip,
+    &[
+        req(M::InterruptId, Str),
+        req(M::Status, Shape::OneOf(&["resolved", "cancelled"])),
+        opt(M::Payload, NonNull),
+        opt(M::Metadata, Record),
+    ],
+);
+/// `RunAgentInputSchema`, for a request body.
+pub(crate) const REQUEST: Obj = obj(
+    O::RunAgentInput,
+    Strip,
+    &[
+        req(M::ThreadId, Str),
+        req(M::RunId, Str),
+        opt(M::ProtocolVersion, Str),
+        opt(M::ParentRunId, Str),
+        nul(M::State, Any),
+        req(M::Messages, Shape::Array(&Shape::Union(&REQUEST_MESSAGE))),
+        dflt(M::Tools, Shape::Array(&Shape::Object(&REQUEST_TOOL)), b"[]"),
+        dflt(M::Context, Shape::Array(&Shape::Object(&CONTEXT)), b"[]"),
+        opt(M::ForwardedProps, NonNull),
+        opt(M::Resume, Shape::Array(&Shape::Object(&REQUEST_RESUME))),
+    ],
+);
+
 const INTERRUPT: Obj = obj(
     O::Interrupt,
     Strip,
@@ -270,6 +382,7 @@ const INTERRUPTED: Obj = obj(
 );
 const CANCELLED: Obj = obj(O::CancelledOutcome, Strip, &[]);
 pub(crate) const RUN_OUTCOME: Union = Union {
+    name: O::RunFinishedOutcome,
     tag: M::Type,
     variants: &[
         ("success", &SUCCESS),
@@ -285,6 +398,7 @@ const SUSPENDED: Obj = obj(
     &[opt(M::InterruptIds, STR_ARRAY)],
 );
 pub(crate) const SUBAGENT_OUTCOME: Union = Union {
+    name: O::SubagentFinishedOutcome,
     tag: M::Type,
     variants: &[("success", &SUB_SUCCESS), ("suspended", &SUSPENDED)],
     drop_unknown: true,
@@ -333,6 +447,7 @@ const TEST: Obj = obj(
     &[req(M::Path, Pointer), req(M::Value, Any)],
 );
 const OPERATION: Union = Union {
+    name: O::JsonPatchOperation,
     tag: M::Op,
     variants: &[
         ("add", &ADD),
