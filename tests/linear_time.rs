@@ -6,7 +6,7 @@
 mod support;
 
 use agui_stream::testing::take_work;
-use agui_stream::{Config, Dialect, Event, FrameInfo, Pipeline};
+use agui_stream::{Config, Dialect, Event, FrameInfo, Pipeline, RequestChecker};
 
 /// About 1 MB: the real captures, repeated.
 fn stream() -> Vec<u8> {
@@ -153,6 +153,48 @@ fn work_does_not_depend_on_the_split() {
     let (short, long) = (per_byte(1_000), per_byte(10_000));
     eprintln!("long runs: work per byte {short:.2} (1,000 tool calls), {long:.2} (10,000)");
     assert!(long < 1.1 * short, "{long} vs {short}");
+    // A request body's history, each message checked as it ends: the same
+    // work per byte for 1,000 messages as for 10,000, in any pushes,
+    // through 1 KiB as through 16 MiB.
+    let (short, long, bytewise, whole) = (
+        request_work(1_000, 1024, 1460),
+        request_work(10_000, 1024, 1460),
+        request_work(1_000, 1024, 1),
+        request_work(10_000, 1 << 24, 1 << 24),
+    );
+    eprintln!(
+        "request histories: work per byte {short:.2} (1,000 messages), {long:.2} (10,000), {bytewise:.2} (1-byte pushes), {whole:.2} whole"
+    );
+    assert!(
+        long < 1.1 * short && bytewise < 1.1 * short && long < 1.5 * whole,
+        "{short} {long} {bytewise} {whole}"
+    );
+}
+
+/// Work per byte of checking a request body of `n` messages (each with a
+/// 1,500-byte text part and a tool call), through a `buffer`-byte buffer
+/// in `push`-byte pushes.
+fn request_work(n: usize, buffer: usize, push: usize) -> f64 {
+    let text = "t".repeat(1500);
+    let messages: Vec<String> = (0..n)
+        .map(|i| {
+            format!(
+                r#"{{"id":"u{i}","role":"user","content":[{{"type":"text","text":"{text}"}}]}},{{"id":"a{i}","role":"assistant","toolCalls":[{{"id":"c{i}","type":"function","function":{{"name":"f","arguments":"{{}}"}}}}]}}"#
+            )
+        })
+        .collect();
+    let body = format!(
+        r#"{{"threadId":"t","runId":"r","messages":[{}],"tools":[],"context":[]}}"#,
+        messages.join(",")
+    );
+    let mut buf = vec![0u8; buffer];
+    let mut checker = RequestChecker::new(&mut buf, Dialect::V1);
+    take_work();
+    for piece in body.as_bytes().chunks(push) {
+        checker.push(piece).unwrap();
+    }
+    checker.finish().unwrap();
+    take_work() as f64 / body.len() as f64
 }
 
 /// Work per byte of a run that is a MESSAGES_SNAPSHOT of `n` messages,

@@ -198,3 +198,51 @@ fn the_rewriter_does_not_allocate() {
     assert_eq!(allocations, 0, "{allocations} allocations");
     assert!(written > 1 << 20, "{written} bytes written");
 }
+
+/// Nor does the request checker: every request corpus body, both
+/// dialects, through 1 KiB and 1 MiB, in 7-byte pushes, its error
+/// rendered into fixed storage.
+#[test]
+fn the_request_checker_does_not_allocate() {
+    use agui_stream::RequestChecker;
+    let dir = support::corpus_dir().join("requests");
+    let mut bodies: Vec<Vec<u8>> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| support::read(&p))
+        .collect();
+    bodies.sort();
+    let mut buf = vec![0u8; 1 << 20];
+    let (mut valid, mut invalid) = (0, 0);
+    COUNTING.with(|c| c.set(true));
+    for body in &bodies {
+        for dialect in [Dialect::V1, Dialect::V0] {
+            for size in [1024, 1 << 20] {
+                let mut checker = RequestChecker::new(&mut buf[..size], dialect);
+                let verdict = body
+                    .chunks(7)
+                    .try_for_each(|piece| checker.push(piece))
+                    .and_then(|()| checker.finish());
+                match verdict {
+                    Ok(()) => valid += 1,
+                    Err(e) => {
+                        invalid += 1;
+                        let mut text = heapless::String::<512>::new();
+                        let _ = core::fmt::write(&mut text, format_args!("{e}"));
+                        if let Some(m) = checker.json_message() {
+                            let _ = core::fmt::write(&mut text, format_args!("{m}"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    COUNTING.with(|c| c.set(false));
+    let allocations = ALLOCATIONS.load(Ordering::SeqCst);
+    assert_eq!(allocations, 0, "{allocations} allocations");
+    assert!(
+        valid > 300 && invalid > 400,
+        "{valid} valid, {invalid} invalid"
+    );
+}

@@ -51,6 +51,39 @@ pub fn canonicalize_with(
     Ok(out)
 }
 
+/// `json` in canonical form, its top-level members edited first (if it
+/// is an object): those `remove(name, is_null)` selects are removed, and
+/// each of `defaults` (a name and its JSON) is added where absent.
+pub fn canonicalize_edited(
+    json: &[u8],
+    remove: impl Fn(&str, bool) -> bool,
+    defaults: &[(&str, &str)],
+) -> Result<String, String> {
+    let mut value = parse(json)?;
+    if let Value::Obj(map) = &mut value {
+        let gone: Vec<Vec<u16>> = map
+            .iter()
+            .filter(|(k, v)| remove(&String::from_utf16_lossy(k), matches!(v, Value::Null)))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in gone {
+            if let Some(v) = map.remove(&k) {
+                dispose(v);
+            }
+        }
+        for (name, default) in defaults {
+            let key: Vec<u16> = name.encode_utf16().collect();
+            if let std::collections::btree_map::Entry::Vacant(slot) = map.entry(key) {
+                slot.insert(parse(default.as_bytes())?);
+            }
+        }
+    }
+    let mut out = String::with_capacity(json.len());
+    write_value(&value, &mut out);
+    dispose(value);
+    Ok(out)
+}
+
 /// JavaScript's Number::toString / JSON.stringify for a finite double; NaN/±Infinity -> "null"; -0 -> "0".
 pub fn js_number(x: f64) -> String {
     if !x.is_finite() {

@@ -4,6 +4,7 @@
 //! agui check [--dialect v1|v0] [--chunk N] [--buffer N] [--check-tool-args]
 //!            [--strict-end] [--exit-zero] FILE|-
 //! agui count [the same] FILE|-
+//! agui input [--dialect v1|v0] [--buffer N] [--chunk N] [--exit-zero] FILE|-
 //! agui gateway [--dialect v1|v0] [--on-violation stop|drop|pass] [--no-repair] [--close-open]
 //!              [--max-event-bytes N] [--canonical] [--drop-raw] [--deny-tool NAME]...
 //!              [--check-tool-args] [--strict-end] [--deterministic-ids]
@@ -26,6 +27,16 @@
 //! `--strict-end` makes a stream that ends with its run unfinished (or
 //! anything open) an error of stage `end` (`Config::strict_end`). A
 //! summary goes to stderr.
+//! `input` checks a request body (the `RunAgentInput` JSON a client POSTs)
+//! with [`RequestChecker`], pushed in `--chunk`-byte pieces through a
+//! `--buffer`-byte buffer, and prints the reference oracle's request-mode
+//! output: the parsed input as one canonical line and `{"result":"ok"}`, or
+//! only the result line (`index` 0, stage `json` or `schema`; `capacity`
+//! when a capacity ran out before a verdict). The canonical line is built
+//! from the whole body, with the reference's transforms: 1.0.0 keeps
+//! members it does not know, fills `tools` and `context` with `[]` when
+//! absent and drops `state: null`; 0.0.59 strips what its schema does not
+//! name, at every depth (as the V0 encoder writes `RUN_STARTED.input`).
 //! `count` runs the same pipeline but only counts events per type and
 //! prints the verdict. `gateway` writes what the rewriter makes of the
 //! stream to stdout, and its statistics as one JSON line to stderr; its
@@ -63,7 +74,8 @@ use std::process::ExitCode;
 
 use agui_stream::sse::Framer;
 use agui_stream::{
-    Dialect, Event, FrameInfo, Minting, Pipeline, encode, json::Limits, verify::Entity,
+    Dialect, Event, FrameInfo, Minting, Pipeline, RequestChecker, RequestErrorKind, encode,
+    json::Limits, verify::Entity,
 };
 
 /// The exit statuses.
@@ -95,7 +107,8 @@ struct Options {
 /// but `keepalive-ms`: it writes no keep-alives).
 const COMMON: [&str; 3] = ["dialect", "buffer", "check-tool-args"];
 
-const USAGE: &str = "usage: agui check|count|gateway [OPTIONS] FILE|-   (agui COMMAND --help)";
+const USAGE: &str =
+    "usage: agui check|count|input|gateway [OPTIONS] FILE|-   (agui COMMAND --help)";
 
 fn help(cmd: &str) -> String {
     let gateway = cmd == "gateway";
@@ -107,6 +120,11 @@ fn help(cmd: &str) -> String {
         "count" => {
             "agui count [OPTIONS] FILE|-
   Events per type and the verdict; the pipeline's time on stderr."
+        }
+        "input" => {
+            "agui input [OPTIONS] FILE|-
+  A request body (RunAgentInput): the parsed input as one canonical JSON line,
+  then the reference oracle's result line."
         }
         _ => {
             "agui gateway [OPTIONS] FILE|-
@@ -124,6 +142,9 @@ fn help(cmd: &str) -> String {
         };
         let help = match f.name {
             "buffer" if gateway => "frame and raw buffer bytes each, 64 to 16 MiB (default 16 MiB)",
+            "buffer" if cmd == "input" => {
+                "the checker's buffer bytes, 64 to 16 MiB (default 16 MiB)"
+            }
             "buffer" => "frame buffer bytes, 64 to 16 MiB (default 16 MiB)",
             _ => f.help,
         };
@@ -134,15 +155,17 @@ fn help(cmd: &str) -> String {
         "--chunk N".into(),
         "read and push N bytes at a time (default 65536)",
     );
-    line(
-        &mut text,
-        "--strict-end".into(),
-        if gateway {
-            "exit 1 if the input ends with its run unfinished (the output is repaired as always)"
-        } else {
-            "a stream that ends with its run unfinished is an error (stage end)"
-        },
-    );
+    if cmd != "input" {
+        line(
+            &mut text,
+            "--strict-end".into(),
+            if gateway {
+                "exit 1 if the input ends with its run unfinished (the output is repaired as always)"
+            } else {
+                "a stream that ends with its run unfinished is an error (stage end)"
+            },
+        );
+    }
     line(
         &mut text,
         "--exit-zero".into(),
@@ -160,6 +183,7 @@ fn help(cmd: &str) -> String {
 fn takes(cmd: &str, name: &str) -> bool {
     match cmd {
         "gateway" => name != "keepalive-ms",
+        "input" => matches!(name, "dialect" | "buffer"),
         _ => COMMON.contains(&name),
     }
 }
@@ -178,7 +202,7 @@ fn parse_args() -> Result<Parsed, lexopt::Error> {
         Some(arg) => return Err(arg.unexpected()),
         None => return Err("missing command".into()),
     };
-    if !matches!(cmd.as_str(), "check" | "count" | "gateway") {
+    if !matches!(cmd.as_str(), "check" | "count" | "input" | "gateway") {
         return Err(format!("unknown command {cmd:?}").into());
     }
     let mut o = Options {
@@ -201,7 +225,7 @@ fn parse_args() -> Result<Parsed, lexopt::Error> {
                 }
             }
             Long("exit-zero") => o.exit_zero = true,
-            Long("strict-end") => o.strict_end = true,
+            Long("strict-end") if cmd != "input" => o.strict_end = true,
             Long(name) if takes(&cmd, name) && frontend::Gateway::flag(name).is_some() => {
                 let name = name.to_owned();
                 let takes_value = frontend::Gateway::flag(&name).is_some_and(|f| f.value.is_some());
@@ -361,6 +385,98 @@ fn check(o: &Options) -> Result<Exit, IoError> {
         }
     };
     Ok(exit)
+}
+
+/// `input`: a request body's verdict, and its parsed form when valid.
+fn input(o: &Options) -> Result<Exit, IoError> {
+    let dialect = o.gateway.dialect;
+    let mut buffer = vec![0u8; o.gateway.buffer];
+    let mut checker = RequestChecker::new(&mut buffer, dialect);
+    let mut body = Vec::new();
+    let mut verdict = Ok(());
+    read_pieces(&o.file, o.chunk, |piece| {
+        body.extend_from_slice(piece);
+        verdict = checker.push(piece);
+        verdict.is_ok()
+    })?;
+    let verdict = verdict.and_then(|()| checker.finish());
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let exit = match verdict {
+        Ok(()) => {
+            let line = parsed_input(&body, dialect).unwrap_or_else(|e| format!("<bug: {e}>"));
+            writeln!(out, "{line}\n{{\"result\":\"ok\"}}").map_err(IoError::stdout)?;
+            Exit::Valid
+        }
+        Err(e) => {
+            let (stage, message) = match e.kind {
+                RequestErrorKind::Json(_) => (
+                    "json",
+                    checker
+                        .json_message()
+                        .map_or_else(|| e.to_string(), |m| m.to_string()),
+                ),
+                RequestErrorKind::Schema { .. } => ("schema", e.to_string()),
+                _ => ("capacity", e.to_string()),
+            };
+            writeln!(
+                out,
+                "{{\"result\":\"error\",\"index\":0,\"stage\":\"{stage}\",\"message\":{}}}",
+                json_string(&message)
+            )
+            .map_err(IoError::stdout)?;
+            if stage == "capacity" {
+                eprintln!("agui: capacity exceeded, not a verdict: {e}");
+                Exit::Capacity
+            } else {
+                eprintln!("agui: {e}");
+                Exit::Invalid
+            }
+        }
+    };
+    out.flush().map_err(IoError::stdout)?;
+    Ok(exit)
+}
+
+/// A valid request body as the reference's `RunAgentInputSchema.parse`
+/// returns it, in canonical form.
+fn parsed_input(body: &[u8], dialect: Dialect) -> Result<String, String> {
+    // The reference's decoder drops a leading byte order mark.
+    let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
+    match dialect {
+        // A loose object: kept as it is, but for the defaults, `state:
+        // null` and a top-level `__proto__`.
+        Dialect::V1 => canon::canonicalize_edited(
+            body,
+            |name, null| name == "__proto__" || (name == "state" && null),
+            &[("tools", "[]"), ("context", "[]")],
+        ),
+        // Stripped at every depth, as the V0 encoder writes a
+        // `RUN_STARTED`'s input: the same schema.
+        _ => {
+            let event = [
+                &br#"{"type":"RUN_STARTED","threadId":"t","runId":"r","input":"#[..],
+                body,
+                b"}",
+            ]
+            .concat();
+            let limits = Limits {
+                max_depth: agui_stream::json::MAX_DEPTH,
+            };
+            let decoded = agui_stream::decode(&event, dialect, limits)
+                .map_err(|e| e.to_string())?
+                .ok_or("no event")?;
+            let mut json = Vec::new();
+            encode(&decoded, &mut json).map_err(|e| format!("{e:?}"))?;
+            let line = canon::canonicalize(&json)?;
+            line.strip_prefix(r#"{"input":"#)
+                .and_then(|l| {
+                    l.strip_suffix(r#","runId":"r","threadId":"t","type":"RUN_STARTED"}"#)
+                })
+                .map(str::to_owned)
+                .ok_or(line)
+        }
+    }
 }
 
 /// The payload of one SSE frame's bytes.
@@ -567,6 +683,7 @@ fn main() -> ExitCode {
     let run = match cmd.as_str() {
         "check" => check(&options),
         "count" => count(&options),
+        "input" => input(&options),
         _ => gateway(&options),
     };
     let exit = match run {
