@@ -215,6 +215,7 @@ fn the_request_checker_does_not_allocate() {
     bodies.sort();
     let mut buf = vec![0u8; 1 << 20];
     let (mut valid, mut invalid) = (0, 0);
+    let (mut hold, mut out) = (vec![0u8; 1 << 16], vec![0u8; 1 << 20]);
     COUNTING.with(|c| c.set(true));
     for body in &bodies {
         for dialect in [Dialect::V1, Dialect::V0] {
@@ -238,6 +239,23 @@ fn the_request_checker_does_not_allocate() {
             }
         }
     }
+    // The gateway's request rewriter, a tool denied, into a fixed slice.
+    let mut removed = 0;
+    for body in &bodies {
+        let (check, _) = buf.split_at_mut(1024);
+        let mut r = agui_stream::rewrite::RequestRewriter::new(check, &mut hold, Dialect::V1);
+        r.deny_tool("get_weather").unwrap();
+        let mut w = SliceWriter::new(&mut out);
+        let verdict = body
+            .chunks(7)
+            .try_for_each(|piece| r.push(piece, &mut w))
+            .and_then(|()| r.finish(&mut w).map(drop));
+        if let Err(refusal) = verdict {
+            let mut problem = [0u8; 1024];
+            let _ = r.write_problem(&refusal, &mut SliceWriter::new(&mut problem));
+        }
+        removed += r.stats().tools_removed;
+    }
     COUNTING.with(|c| c.set(false));
     let allocations = ALLOCATIONS.load(Ordering::SeqCst);
     assert_eq!(allocations, 0, "{allocations} allocations");
@@ -245,4 +263,5 @@ fn the_request_checker_does_not_allocate() {
         valid > 300 && invalid > 400,
         "{valid} valid, {invalid} invalid"
     );
+    assert!(removed > 10, "{removed} tools removed");
 }

@@ -77,7 +77,7 @@ impl ToolFilter {
         self.names.iter().next().is_none()
     }
 
-    fn denies(&self, name: JsonStr<'_>) -> bool {
+    pub(super) fn denies(&self, name: JsonStr<'_>) -> bool {
         self.names.find(&self.name_bytes, (), name).is_some()
     }
 

@@ -54,6 +54,7 @@ mod forward;
 mod options;
 mod relines;
 mod repair;
+mod request;
 mod sink;
 mod spool;
 mod stats;
@@ -63,6 +64,7 @@ mod tests;
 pub use error::{Pushed, RewriteError};
 pub use filter::{DENIED_CALL_ID_BYTES, DENIED_CALLS, DENIED_TOOL_BYTES, DENIED_TOOLS};
 pub use options::{OnViolation, Options};
+pub use request::{Refusal, RequestRewriter, RequestStats};
 pub use stats::Stats;
 
 use crate::output::encode::Write;
