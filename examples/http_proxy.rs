@@ -7,6 +7,7 @@
 //!            [--close-open] [--max-event-bytes N] [--canonical] [--drop-raw]
 //!            [--deny-tool NAME]... [--check-tool-args]
 //!            [--deterministic-ids] [--buffer N] [--keepalive-ms N]
+//!            [--no-request-check] [--max-request-bytes N] [--request-path PREFIX]
 //! ```
 //!
 //! The rewriting options are `agui gateway`'s (and the proxy-wasm filter's
@@ -29,6 +30,23 @@
 //! rewriter's output is whole blocks, so this always falls between
 //! frames). Any other response passes through untouched.
 //!
+//! An agent request — a POST that accepts `text/event-stream`, as
+//! `HttpAgent` sends it, or with `--request-path` a POST under that prefix —
+//! has its `RunAgentInput` body checked as it streams upstream
+//! (`agui_stream::rewrite::RequestRewriter`, a `--buffer`-byte checker
+//! buffer and as much to hold a `tools` entry): every byte goes upstream as
+//! it arrives but the last, which goes once the body passes, so the agent
+//! cannot complete a request that fails. A body that fails gets `400` (over
+//! `--max-request-bytes`, or a capacity: `413`) with a JSON problem
+//! (`{"status":400,"code":"AGUI_INVALID_INPUT","message":…,"path":…,"offset":…}`),
+//! and its upstream request is reset before the body ends: the agent never
+//! receives a complete request. A `content-length` over the limit is `413`
+//! before the upstream is contacted. With `--deny-tool`, the denied tools'
+//! entries are taken out of the body's `tools` (so the request loses its
+//! `content-length` and goes chunked). One JSON line on stderr per checked
+//! request: its verdict and the running counts (`checked`, `refused_*` by
+//! reason, `rewritten`).
+//!
 //! A client that goes away closes the upstream connection at once, whatever
 //! the upstream is doing (a silent agent run is cancelled, not left to run
 //! until its next write).
@@ -44,8 +62,8 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -56,7 +74,7 @@ use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Request, Response, StatusCode, Uri};
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 // The options and the response-header policy every front end shares.
 #[path = "shared/frontend.rs"]
@@ -149,6 +167,8 @@ struct Proxy {
     /// Responses passed through untouched, and rewritten.
     passed_through: AtomicU64,
     rewritten: AtomicU64,
+    /// Agent requests checked, refused and rewritten.
+    requests: Mutex<frontend::RequestCounts>,
 }
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -196,6 +216,7 @@ async fn serve(args: Args) -> std::io::Result<()> {
         args,
         passed_through: AtomicU64::new(0),
         rewritten: AtomicU64::new(0),
+        requests: Mutex::new(frontend::RequestCounts::default()),
     });
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -318,9 +339,34 @@ async fn handle(
         .path_and_query()
         .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned());
     let head_request = req.method() == hyper::Method::HEAD;
-    let (response, upstream) = match forward(&proxy, req, &path, peer).await {
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .map_or(&b""[..], HeaderValue::as_bytes);
+    let agent = proxy.args.gateway.is_agent_request(
+        req.method().as_str().as_bytes(),
+        path.as_bytes(),
+        accept,
+    );
+    let forwarded = if agent {
+        match checked(&proxy, req, &path) {
+            Ok((req, verdict)) => forward_checked(&proxy, req, &path, peer, verdict).await,
+            Err(refused) => return refused,
+        }
+    } else {
+        forward(
+            &proxy,
+            req.map(|b| b.map_err(BoxError::from).boxed()),
+            &path,
+            peer,
+        )
+        .await
+        .map_err(Refused::Upstream)
+    };
+    let (response, upstream) = match forwarded {
         Ok(forwarded) => forwarded,
-        Err(e) => {
+        Err(Refused::Body(response)) => return response,
+        Err(Refused::Upstream(e)) => {
             // The client learns no more than that: the upstream's address
             // and errors stay in the log.
             eprintln!("http_proxy: {path}: upstream: {e}");
@@ -382,11 +428,212 @@ impl Drop for Connection {
     }
 }
 
+/// Why an agent request got no upstream response.
+enum Refused {
+    /// Its body was refused: the answer.
+    Body(Response<ProxyBody>),
+    Upstream(BoxError),
+}
+
+/// A refused body's verdict, sent by its checking task.
+type Verdict = oneshot::Receiver<Response<ProxyBody>>;
+
+/// An agent request with its body checked on the way: the request to send
+/// upstream (its body fed by a task that checks the client's) and where a
+/// refusal's answer arrives. A `content-length` over the limit is refused
+/// at once.
+#[allow(clippy::result_large_err)]
+fn checked(
+    proxy: &Arc<Proxy>,
+    req: Request<Incoming>,
+    path: &str,
+) -> Result<(Request<ProxyBody>, Verdict), Response<ProxyBody>> {
+    let gateway = &proxy.args.gateway;
+    let (mut parts, body) = req.into_parts();
+    let length = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    // Refused before the upstream is asked: a length over the limit, and
+    // an empty body (a request with `content-length: 0` is whole as soon
+    // as it is sent).
+    if let Some(n) = length.filter(|&n| n == 0 || n > gateway.max_request_bytes) {
+        let (mut check, mut hold) = ([0u8; 64], [0u8; 0]);
+        let mut r = rewrite::RequestRewriter::new(&mut check, &mut hold, gateway.dialect);
+        let empty = (n == 0).then(|| r.finish(&mut Vec::new()).err()).flatten();
+        let refusal = empty.unwrap_or(rewrite::Refusal::TooLarge {
+            limit: gateway.max_request_bytes,
+        });
+        let response = problem(&r, &refusal);
+        log_request(proxy, path, Err(&refusal), r.stats());
+        return Err(response);
+    }
+    if !gateway.deny_tools.is_empty() {
+        // Taking an entry out changes the length: the body goes chunked.
+        parts.headers.remove(header::CONTENT_LENGTH);
+    }
+    let (tx, rx) = mpsc::channel(8);
+    let (verdict_tx, verdict_rx) = oneshot::channel();
+    tokio::spawn(check_body(
+        Arc::clone(proxy),
+        body,
+        tx,
+        verdict_tx,
+        path.to_owned(),
+    ));
+    Ok((
+        Request::from_parts(parts, ChannelBody(rx).boxed()),
+        verdict_rx,
+    ))
+}
+
+/// Checks the client's `body` on its way into `tx` (the upstream request's
+/// body); a refusal ends `tx` with an error (the upstream request is
+/// reset) and sends the answer on `verdict`.
+async fn check_body(
+    proxy: Arc<Proxy>,
+    mut body: Incoming,
+    tx: mpsc::Sender<Result<Bytes, String>>,
+    verdict: oneshot::Sender<Response<ProxyBody>>,
+    path: String,
+) {
+    let gateway = &proxy.args.gateway;
+    let (mut check, mut hold) = (vec![0u8; gateway.buffer], vec![0u8; gateway.buffer]);
+    // The denied names fit: `set` took them.
+    let Ok(mut request) = gateway.request_rewriter(&mut check, &mut hold) else {
+        let _ = tx.send(Err("denied tools".into())).await;
+        return;
+    };
+    let mut out = Vec::new();
+    let outcome = loop {
+        out.clear();
+        match body.frame().await {
+            None => {
+                let outcome = request.finish(&mut out).map(drop);
+                if outcome.is_ok() && !out.is_empty() {
+                    let _ = tx.send(Ok(Bytes::from(std::mem::take(&mut out)))).await;
+                }
+                break outcome;
+            }
+            Some(Err(e)) => {
+                // The client went away mid-body: the upstream request too.
+                let _ = tx.send(Err(format!("client: {e}"))).await;
+                return;
+            }
+            Some(Ok(frame)) => {
+                let Ok(data) = frame.into_data() else {
+                    continue;
+                };
+                if let Err(refusal) = request.push(&data, &mut out) {
+                    break Err(refusal);
+                }
+                if !out.is_empty()
+                    && tx
+                        .send(Ok(Bytes::from(std::mem::take(&mut out))))
+                        .await
+                        .is_err()
+                {
+                    return; // the upstream request is gone
+                }
+            }
+        }
+    };
+    log_request(&proxy, &path, outcome.as_ref(), request.stats());
+    if let Err(refusal) = outcome {
+        // The answer first: the upstream request's reset must not be
+        // taken for the upstream failing.
+        let _ = verdict.send(problem(&request, &refusal));
+        let _ = tx.send(Err(format!("refused: {refusal}"))).await;
+    }
+}
+
+/// The answer to a refused body: its status and JSON problem.
+fn problem(
+    request: &rewrite::RequestRewriter<'_>,
+    refusal: &rewrite::Refusal,
+) -> Response<ProxyBody> {
+    let mut body = Vec::new();
+    let _ = request.write_problem(refusal, &mut body);
+    let mut response = Response::new(
+        Full::new(Bytes::from(body))
+            .map_err(|never| match never {})
+            .boxed(),
+    );
+    *response.status_mut() =
+        StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::BAD_REQUEST);
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// One JSON line on stderr for a checked request: its verdict, and the
+/// running counts.
+fn log_request(
+    proxy: &Proxy,
+    path: &str,
+    outcome: Result<&(), &rewrite::Refusal>,
+    stats: &rewrite::RequestStats,
+) {
+    let counts = {
+        let Ok(mut counts) = proxy.requests.lock() else {
+            return;
+        };
+        counts.count(outcome.map(|()| stats));
+        *counts
+    };
+    let mut line = serde_json::json!({
+        "request": path,
+        "verdict": if outcome.is_ok() { "ok" } else { "refused" },
+        "bytes_in": stats.bytes_in,
+        "bytes_out": stats.bytes_out,
+        "tools_removed": stats.tools_removed,
+    });
+    if let Err(refusal) = outcome {
+        line["status"] = refusal.status().into();
+        line["reason"] = refusal.reason().into();
+        line["error"] = refusal.to_string().into();
+    }
+    if let (Some(line), Ok(serde_json::Value::Object(counts))) =
+        (line.as_object_mut(), serde_json::to_value(counts))
+    {
+        line.extend(counts);
+    }
+    eprintln!("{line}");
+}
+
+/// Sends an agent request upstream while its body is checked: the
+/// upstream's response, unless the body is refused first (then the
+/// upstream request is dropped, and the client gets the refusal).
+async fn forward_checked(
+    proxy: &Proxy,
+    req: Request<ProxyBody>,
+    path: &str,
+    peer: SocketAddr,
+    mut verdict: Verdict,
+) -> Result<(Response<Incoming>, Connection), Refused> {
+    let forwarding = forward(proxy, req, path, peer);
+    tokio::pin!(forwarding);
+    let mut pending = true;
+    loop {
+        tokio::select! {
+            biased;
+            refused = &mut verdict, if pending => match refused {
+                Ok(response) => return Err(Refused::Body(response)),
+                // The body passed (its task ended without a refusal).
+                Err(_) => pending = false,
+            },
+            forwarded = &mut forwarding => return forwarded.map_err(Refused::Upstream),
+        }
+    }
+}
+
 /// Sends `req` to the upstream over a new HTTP/1.1 connection; the response
 /// and the connection, which closes when it is dropped.
 async fn forward(
     proxy: &Proxy,
-    req: Request<Incoming>,
+    req: Request<ProxyBody>,
     path: &str,
     peer: SocketAddr,
 ) -> Result<(Response<Incoming>, Connection), BoxError> {
@@ -397,7 +644,7 @@ async fn forward(
     let _ = stream.set_nodelay(true);
     let (mut sender, connection) = hyper::client::conn::http1::Builder::new()
         .max_buf_size(HYPER_BUF)
-        .handshake(TokioIo::new(stream))
+        .handshake::<_, ProxyBody>(TokioIo::new(stream))
         .await?;
     // Dropped with this future too (the client gone before the response).
     let connection = Connection(tokio::spawn(async move {

@@ -19,7 +19,8 @@ fn the_filters_json_reads() {
         "canonical": true, "drop_raw": true, "max_event_bytes": 1000,
         "check_tool_args": true, "deny_tools": ["get_weather", "sh\u0065ll"],
         "deterministic_ids": true, "buffer": 4096, "keepalive_ms": 0,
-        "request_identity": false, "log_streams": false}"#;
+        "request_identity": false, "log_streams": false,
+        "check_requests": false, "max_request_bytes": 5000, "request_path": "/agent"}"#;
     let g = Gateway::from_json(json).expect("the filter's keys");
     assert_eq!(g.dialect, Dialect::V0);
     assert_eq!(g.on_violation, OnViolation::Drop);
@@ -30,6 +31,11 @@ fn the_filters_json_reads() {
         ["get_weather", "shell"]
     );
     assert!(g.deterministic_ids && !g.request_identity && !g.log_streams);
+    assert!(!g.check_requests);
+    assert_eq!(
+        (g.max_request_bytes, g.request_path.as_str()),
+        (5000, "/agent")
+    );
     assert_eq!((g.buffer, g.keepalive_ms()), (4096, None));
     let config = g.config();
     assert_eq!(config.minting, Minting::Deterministic);
@@ -85,6 +91,9 @@ fn flags_set_the_same() {
         ("deterministic-ids", None),
         ("buffer", Some("4096")),
         ("keepalive-ms", Some("0")),
+        ("no-request-check", None),
+        ("max-request-bytes", Some("5000")),
+        ("request-path", Some("/agent")),
     ] {
         g.set(flag, value)
             .unwrap_or_else(|e| panic!("--{flag}: {e}"));
@@ -93,11 +102,12 @@ fn flags_set_the_same() {
         br#"{"dialect":"v0","on_violation":"drop","repair":false,"close_open":true,
             "max_event_bytes":1000,"canonical":true,"drop_raw":true,
             "deny_tools":["get_weather","shell"],"check_tool_args":true,
-            "deterministic_ids":true,"buffer":4096,"keepalive_ms":0}"#,
+            "deterministic_ids":true,"buffer":4096,"keepalive_ms":0,
+            "check_requests":false,"max_request_bytes":5000,"request_path":"/agent"}"#,
     )
     .expect("json");
     assert_eq!(g, json);
-    assert_eq!(frontend::FLAGS.len(), 12);
+    assert_eq!(frontend::FLAGS.len(), 15);
     assert!(
         frontend::FLAGS
             .iter()
@@ -130,6 +140,23 @@ fn flags_set_the_same() {
     );
     let (mut frames, mut raw) = ([0u8; 64], [0u8; 64]);
     assert!(g.rewriter(&mut frames, &mut raw).is_ok());
+}
+
+/// Which requests are agent requests, whose bodies are checked.
+#[test]
+fn agent_requests() {
+    let sse = b"text/event-stream";
+    let g = Gateway::default();
+    assert!(g.is_agent_request(b"POST", b"/run", sse));
+    assert!(g.is_agent_request(b"post", b"/", b"application/json, text/event-stream"));
+    assert!(!g.is_agent_request(b"GET", b"/run", sse));
+    assert!(!g.is_agent_request(b"POST", b"/run", b"application/json"));
+    let mut g = Gateway::default();
+    g.set("request-path", Some("/agent")).unwrap();
+    assert!(g.is_agent_request(b"POST", b"/agent/run", b"*/*"));
+    assert!(!g.is_agent_request(b"POST", b"/other", sse));
+    g.set("no-request-check", None).unwrap();
+    assert!(!g.is_agent_request(b"POST", b"/agent/run", sse));
 }
 
 /// The header policy: which responses are rewritten.

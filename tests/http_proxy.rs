@@ -179,6 +179,7 @@ fn fixture() -> &'static Fixture {
             streams,
             sent: Mutex::new(HashMap::new()),
             closed: Mutex::new(HashMap::new()),
+            received: Mutex::new(HashMap::new()),
         });
         let listener = runtime
             .block_on(TcpListener::bind("127.0.0.1:0"))
@@ -417,6 +418,9 @@ struct Upstream {
     /// `/silent/` requests (by target): when the proxy closed the
     /// connection.
     closed: Mutex<HashMap<String, Instant>>,
+    /// `/record/` requests (by target): the body received, and whether it
+    /// was whole (its length, or its last chunk, arrived).
+    received: Mutex<HashMap<String, (Vec<u8>, bool)>>,
 }
 
 impl Upstream {
@@ -500,6 +504,16 @@ async fn answer(mut socket: TcpStream, upstream: Arc<Upstream>) -> std::io::Resu
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
         .collect();
+    if target.starts_with("/record/") {
+        return record(
+            socket,
+            head[head_end..].to_vec(),
+            &headers,
+            target,
+            &upstream,
+        )
+        .await;
+    }
     let length: usize = headers
         .get("content-length")
         .and_then(|v| v.parse().ok())
@@ -653,6 +667,78 @@ async fn answer(mut socket: TcpStream, upstream: Arc<Upstream>) -> std::io::Resu
         }
     }
     socket.shutdown().await
+}
+
+/// `/record/`: reads the request body (a length or chunks), records it and
+/// whether it was whole, and answers a whole one with `{"received":N}`.
+async fn record(
+    mut socket: TcpStream,
+    mut raw: Vec<u8>,
+    headers: &HashMap<String, String>,
+    target: String,
+    upstream: &Upstream,
+) -> std::io::Result<()> {
+    let chunked = headers
+        .get("transfer-encoding")
+        .is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
+    let length: usize = headers
+        .get("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mut buf = [0u8; 4096];
+    let (body, whole) = loop {
+        let parsed = if chunked {
+            dechunk(&raw)
+        } else {
+            (raw.len() >= length).then(|| raw[..length].to_vec())
+        };
+        if let Some(body) = parsed {
+            break (body, true);
+        }
+        match socket.read(&mut buf).await {
+            Ok(0) | Err(_) => {
+                let body = if chunked { Vec::new() } else { raw.clone() };
+                break (body, false);
+            }
+            Ok(n) => raw.extend_from_slice(&buf[..n]),
+        }
+    };
+    let n = body.len();
+    upstream
+        .received
+        .lock()
+        .expect("received")
+        .insert(target, (body, whole));
+    if whole {
+        let json = format!(r#"{{"received":{n}}}"#);
+        let response = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+             connection: close\r\n\r\n{json}",
+            json.len()
+        );
+        socket.write_all(response.as_bytes()).await?;
+    }
+    socket.shutdown().await
+}
+
+/// A chunked body's data, once its last chunk arrived.
+fn dechunk(raw: &[u8]) -> Option<Vec<u8>> {
+    let mut body = Vec::new();
+    let mut at = 0;
+    loop {
+        let line_end = at + raw[at..].windows(2).position(|w| w == b"\r\n")?;
+        let size = std::str::from_utf8(&raw[at..line_end]).ok()?;
+        let size = usize::from_str_radix(size.split(';').next()?.trim(), 16).ok()?;
+        let data = line_end + 2;
+        if size == 0 {
+            return raw[data..].starts_with(b"\r\n").then_some(body);
+        }
+        body.extend_from_slice(raw.get(data..data + size)?);
+        at = data + size + 2;
+        if raw.len() < at {
+            return None;
+        }
+    }
 }
 
 /// What the client got.
@@ -1299,4 +1385,319 @@ fn a_client_abort_is_one_log_line() {
     assert_eq!(log.len(), 1, "{log:?}");
     assert!(log[0].contains("\"client_gone\":true"), "{log:?}");
     assert!(log[0].starts_with("{\"bytes_in\":"), "{log:?}");
+}
+
+// ------------------------------------------------------------ request side
+
+/// `POST target` with `body` as `HttpAgent` sends it (`accept`, JSON), in
+/// `piece`-byte writes `pause` apart on a raw socket: the status and body
+/// of the answer.
+async fn post(
+    addr: SocketAddr,
+    target: &str,
+    body: &[u8],
+    accept: &str,
+    piece: usize,
+    pause: Duration,
+) -> (u16, Vec<u8>) {
+    let work = async {
+        let mut socket = TcpStream::connect(addr)
+            .await
+            .expect("connect to the proxy");
+        socket.set_nodelay(true).expect("nodelay");
+        let head = format!(
+            "POST {target} HTTP/1.1\r\nhost: {addr}\r\naccept: {accept}\r\n\
+             content-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        );
+        socket
+            .write_all(head.as_bytes())
+            .await
+            .expect("send the head");
+        for p in body.chunks(piece.max(1)) {
+            // The proxy may answer (and close) before the body is sent.
+            if socket.write_all(p).await.is_err() {
+                break;
+            }
+            if !pause.is_zero() {
+                tokio::time::sleep(pause).await;
+            }
+        }
+        let mut answer = Vec::new();
+        let _ = socket.read_to_end(&mut answer).await;
+        answer
+    };
+    let answer = tokio::time::timeout(Duration::from_secs(20), work)
+        .await
+        .unwrap_or_else(|_| panic!("{target}: no answer within 20 s"));
+    let text = String::from_utf8_lossy(&answer);
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{target}: no status in {text:?}"));
+    let head_end = answer
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(answer.len(), |i| i + 4);
+    let head = String::from_utf8_lossy(&answer[..head_end]).to_ascii_lowercase();
+    let mut body = answer[head_end..].to_vec();
+    if head.contains("transfer-encoding: chunked") {
+        body = dechunk(&body).unwrap_or_default();
+    }
+    (status, body)
+}
+
+/// The reference's stage for request corpus body `name` (1.0.0; `None`:
+/// valid).
+fn request_stage(corpus: &Path, name: &str) -> Option<String> {
+    let text =
+        std::fs::read_to_string(corpus.join(format!("requests/{name}.expected"))).expect("answer");
+    let v: serde_json::Value =
+        serde_json::from_str(text.lines().last().expect("a line")).expect("JSON");
+    v["stage"].as_str().map(str::to_owned)
+}
+
+/// The request corpus, by name.
+fn request_bodies(corpus: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<_> = std::fs::read_dir(corpus.join("requests"))
+        .expect("requests")
+        .filter_map(|e| {
+            let path = e.ok()?.path();
+            let name = path
+                .file_name()?
+                .to_str()?
+                .strip_suffix(".json")?
+                .to_owned();
+            Some((name, std::fs::read(&path).ok()?))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Every request corpus body through the proxy: a valid one reaches the
+/// upstream byte for byte; an invalid one is answered 400 with a JSON
+/// problem, and the upstream never receives it whole.
+#[test]
+fn agent_requests_are_checked_on_their_way() {
+    let f = fixture();
+    let dir = std::env::temp_dir().join(format!("agui-proxy-requests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("log dir");
+    let proxy = start_proxy(&f.proxy, f.upstream_addr, &[], dir.join("checked.log"));
+    let (mut valid, mut refused) = (0, 0);
+    block_on(async {
+        for (name, body) in request_bodies(&f.corpus) {
+            let target = format!("/record/checked/{name}");
+            let (status, answer) = post(
+                proxy.addr,
+                &target,
+                &body,
+                "text/event-stream",
+                1460,
+                Duration::ZERO,
+            )
+            .await;
+            let received = f
+                .upstream
+                .received
+                .lock()
+                .expect("received")
+                .get(&target)
+                .cloned();
+            match request_stage(&f.corpus, &name) {
+                None => {
+                    assert_eq!(status, 200, "{name}: {}", String::from_utf8_lossy(&answer));
+                    assert_eq!(received, Some((body.clone(), true)), "{name}");
+                    valid += 1;
+                }
+                Some(stage) => {
+                    let problem: serde_json::Value = serde_json::from_slice(&answer)
+                        .unwrap_or_else(|e| {
+                            panic!("{name}: {e}: {}", String::from_utf8_lossy(&answer))
+                        });
+                    // Nesting past the checker's depth limit is a capacity (413).
+                    let want = if name.contains("deep-nesting") {
+                        413
+                    } else {
+                        400
+                    };
+                    assert_eq!(status, want, "{name}: {problem}");
+                    assert_eq!(problem["status"], want);
+                    if want == 400 {
+                        assert_eq!(problem["code"], "AGUI_INVALID_INPUT", "{name}");
+                        assert!(!problem["message"].as_str().unwrap_or_default().is_empty());
+                        let _ = stage;
+                    }
+                    // The upstream never received it whole (it may have
+                    // seen its start, then a reset).
+                    assert!(
+                        !received.as_ref().is_some_and(|r| r.1),
+                        "{name}: the upstream got it whole"
+                    );
+                    refused += 1;
+                }
+            }
+        }
+    });
+    assert!(
+        valid >= 80 && refused >= 110,
+        "{valid} valid, {refused} refused"
+    );
+    // One line per checked request, with the running counts.
+    let log = proxy
+        .log_when(|l| l.iter().filter(|l| l.contains("\"request\"")).count() >= valid + refused);
+    let last: serde_json::Value = log
+        .iter()
+        .rev()
+        .find(|l| l.contains("\"request\""))
+        .and_then(|l| serde_json::from_str(l).ok())
+        .expect("a request line");
+    assert_eq!(last["checked"], (valid + refused) as u64, "{last}");
+    let refused_counted: u64 = [
+        "refused_json",
+        "refused_schema",
+        "refused_too_large",
+        "refused_capacity",
+    ]
+    .iter()
+    .map(|k| last[k].as_u64().unwrap_or(0))
+    .sum();
+    assert_eq!(refused_counted, refused as u64, "{last}");
+    assert!(last["refused_json"].as_u64() > Some(30) && last["refused_schema"].as_u64() > Some(60));
+}
+
+/// A denied tool leaves the request's `tools` and nothing else changes;
+/// a body over the limit is 413; a body sent slowly in small pieces gets
+/// the same verdict; other requests pass unchecked.
+#[test]
+fn the_request_policy() {
+    let f = fixture();
+    let dir = std::env::temp_dir().join(format!("agui-proxy-policy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("log dir");
+    let deny = start_proxy(
+        &f.proxy,
+        f.upstream_addr,
+        &[
+            "--deny-tool",
+            "get_weather",
+            "--max-request-bytes",
+            "150000",
+        ],
+        dir.join("deny.log"),
+    );
+    let bodies = request_bodies(&f.corpus);
+    let body = |name: &str| {
+        bodies
+            .iter()
+            .find(|(n, _)| n == name)
+            .expect(name)
+            .1
+            .clone()
+    };
+    block_on(async {
+        let mut rewritten = 0;
+        for (name, body) in &bodies {
+            if request_stage(&f.corpus, name).is_some()
+                || !String::from_utf8_lossy(body).contains("get_weather")
+            {
+                continue;
+            }
+            let mut want: serde_json::Value = serde_json::from_slice(body).expect("JSON");
+            let Some(tools) = want.get_mut("tools").and_then(|t| t.as_array_mut()) else {
+                continue;
+            };
+            let before = tools.len();
+            tools.retain(|t| t["name"] != "get_weather");
+            if tools.len() == before {
+                continue;
+            }
+            let target = format!("/record/deny/{name}");
+            let (status, _) = post(
+                deny.addr,
+                &target,
+                body,
+                "text/event-stream",
+                1460,
+                Duration::ZERO,
+            )
+            .await;
+            assert_eq!(status, 200, "{name}");
+            let (got, whole) = f.upstream.received.lock().expect("received")[&target].clone();
+            assert!(whole, "{name}");
+            let got: serde_json::Value = serde_json::from_slice(&got).expect("JSON upstream");
+            assert_eq!(got, want, "{name}");
+            rewritten += 1;
+        }
+        assert!(rewritten >= 3, "{rewritten} bodies rewritten");
+        // Over the limit: by its content-length, before the upstream is asked.
+        let large = body("valid-large-user-image-200kb");
+        let (status, answer) = post(
+            deny.addr,
+            "/record/deny/over",
+            &large,
+            "text/event-stream",
+            1460,
+            Duration::ZERO,
+        )
+        .await;
+        let problem: serde_json::Value = serde_json::from_slice(&answer).expect("problem");
+        assert_eq!(
+            (status, problem["code"].as_str()),
+            (413, Some("AGUI_INPUT_TOO_LARGE"))
+        );
+        assert!(
+            !f.upstream
+                .received
+                .lock()
+                .expect("received")
+                .contains_key("/record/deny/over")
+        );
+        // Slowly, in 13-byte pieces 2 ms apart: the same verdicts.
+        let valid = body("valid-all-roles-conversation");
+        let (status, _) = post(
+            deny.addr,
+            "/record/deny/slow-valid",
+            &valid,
+            "text/event-stream",
+            13,
+            Duration::from_millis(2),
+        )
+        .await;
+        assert_eq!(status, 200);
+        let invalid = body("schema-unknown-role");
+        let (status, _) = post(
+            deny.addr,
+            "/record/deny/slow-invalid",
+            &invalid,
+            "text/event-stream",
+            13,
+            Duration::from_millis(2),
+        )
+        .await;
+        assert_eq!(status, 400);
+        let received = f
+            .upstream
+            .received
+            .lock()
+            .expect("received")
+            .get("/record/deny/slow-invalid")
+            .cloned();
+        assert!(!received.is_some_and(|r| r.1));
+        // Not an agent request (no `accept: text/event-stream`): unchecked.
+        let (status, _) = post(
+            deny.addr,
+            "/record/deny/plain",
+            b"not json",
+            "application/json",
+            1460,
+            Duration::ZERO,
+        )
+        .await;
+        assert_eq!(status, 200);
+        assert_eq!(
+            f.upstream.received.lock().expect("received")["/record/deny/plain"],
+            (b"not json".to_vec(), true)
+        );
+    });
 }

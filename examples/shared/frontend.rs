@@ -29,8 +29,16 @@
 //!  "canonical": false, "drop_raw": false, "max_event_bytes": 0,
 //!  "check_tool_args": false, "deny_tools": [],
 //!  "deterministic_ids": false, "buffer": 65536, "keepalive_ms": 15000,
-//!  "request_identity": true, "log_streams": true}
+//!  "request_identity": true, "log_streams": true,
+//!  "check_requests": true, "max_request_bytes": 16777216, "request_path": ""}
 //! ```
+//!
+//! The request side ([`Gateway::is_agent_request`]): an agent request — a
+//! POST whose `accept` names `text/event-stream`, as `HttpAgent` sends it,
+//! or, with `request_path`, a POST whose path starts with it — has its
+//! `RunAgentInput` body checked as it streams upstream
+//! ([`Gateway::request_rewriter`]): refused with 400 or 413 and a JSON
+//! problem, its denied tools taken out of `tools`.
 //!
 //! A front end ignores the keys it has no use for: `keepalive_ms` is
 //! `http_proxy`'s (the filter and the plugin never write on their own),
@@ -41,7 +49,9 @@
 use core::fmt;
 
 use agui_stream::Minting;
-use agui_stream::rewrite::{self, OnViolation, RewriteError, Rewriter, Stats};
+use agui_stream::rewrite::{
+    self, OnViolation, Refusal, RequestRewriter, RequestStats, RewriteError, Rewriter, Stats,
+};
 use agui_stream::{Config, Dialect, UnknownName};
 use serde::Deserialize;
 
@@ -95,7 +105,20 @@ pub struct Gateway {
     pub request_identity: bool,
     /// The filter: one log line per rewritten stream.
     pub log_streams: bool,
+    /// `--no-request-check` clears it: agent requests' bodies are checked.
+    pub check_requests: bool,
+    /// `--max-request-bytes N`: a longer agent request body is refused
+    /// with 413.
+    pub max_request_bytes: u64,
+    /// `--request-path PREFIX`: agent requests are POSTs whose path starts
+    /// with it (empty: POSTs that accept `text/event-stream`).
+    pub request_path: RequestPath,
 }
+
+/// Bytes of `request_path` at most.
+pub const REQUEST_PATH_BYTES: usize = 128;
+/// The default `max_request_bytes`.
+pub const DEFAULT_MAX_REQUEST_BYTES: u64 = 16 << 20;
 
 impl Default for Gateway {
     fn default() -> Self {
@@ -114,6 +137,9 @@ impl Default for Gateway {
             keepalive_ms: DEFAULT_KEEPALIVE_MS,
             request_identity: true,
             log_streams: true,
+            check_requests: true,
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            request_path: RequestPath::default(),
         }
     }
 }
@@ -130,7 +156,7 @@ pub struct Flag {
 }
 
 /// Every flag of [`Gateway::set`], in the order help lists them.
-pub const FLAGS: [Flag; 12] = [
+pub const FLAGS: [Flag; 15] = [
     Flag {
         name: "dialect",
         value: Some("v1|v0"),
@@ -191,6 +217,21 @@ pub const FLAGS: [Flag; 12] = [
         value: Some("N"),
         help: "`: ping` after N ms without output (default 15000; 0: never)",
     },
+    Flag {
+        name: "no-request-check",
+        value: None,
+        help: "pass agent requests' bodies upstream unchecked",
+    },
+    Flag {
+        name: "max-request-bytes",
+        value: Some("N"),
+        help: "answer 413 to an agent request body over N bytes (default 16 MiB)",
+    },
+    Flag {
+        name: "request-path",
+        value: Some("PREFIX"),
+        help: "agent requests: POSTs under PREFIX (default: POSTs accepting text/event-stream)",
+    },
 ];
 
 /// What is wrong with a flag or a configuration.
@@ -210,6 +251,8 @@ pub enum ConfigError {
     Buffer(usize),
     /// More denied tool names than a rewriter holds.
     DeniedTools,
+    /// A `request_path` over [`REQUEST_PATH_BYTES`].
+    RequestPath,
     /// The JSON configuration does not read.
     Json(serde_json_core::de::Error),
 }
@@ -229,6 +272,9 @@ impl fmt::Display for ConfigError {
                 f,
                 "more denied tools than fit ({DENIED_NAMES} names, {DENIED_NAME_BYTES} bytes)"
             ),
+            ConfigError::RequestPath => {
+                write!(f, "a request path over {REQUEST_PATH_BYTES} bytes")
+            }
             ConfigError::Json(e) => write!(f, "{e}"),
         }
     }
@@ -279,6 +325,9 @@ impl Gateway {
                 self.check_buffer()?;
             }
             "keepalive-ms" => self.keepalive_ms = number(value)?,
+            "no-request-check" => self.check_requests = false,
+            "max-request-bytes" => self.max_request_bytes = number(value)?,
+            "request-path" => self.request_path = RequestPath::new(value)?,
             _ => return Err(ConfigError::UnknownFlag),
         }
         Ok(())
@@ -363,6 +412,37 @@ impl Gateway {
             .try_for_each(|name| rewriter.deny_tool(name))
     }
 
+    /// Whether a request is an agent request whose body is checked: a
+    /// POST to a path under `request_path`, or (without one) a POST whose
+    /// `accept` names `text/event-stream`.
+    pub fn is_agent_request(&self, method: &[u8], path: &[u8], accept: &[u8]) -> bool {
+        self.check_requests
+            && method.eq_ignore_ascii_case(b"POST")
+            && match self.request_path.0.as_bytes() {
+                [] => accepts_event_stream(accept),
+                prefix => path.starts_with(prefix),
+            }
+    }
+
+    /// The request side's rewriter over `check` (the checker's buffer) and
+    /// `hold` (a `tools` entry while its name is read): the dialect, the
+    /// size limit and the denied tools.
+    ///
+    /// # Errors
+    ///
+    /// As [`Gateway::rewriter`].
+    pub fn request_rewriter<'b>(
+        &self,
+        check: &'b mut [u8],
+        hold: &'b mut [u8],
+    ) -> Result<RequestRewriter<'b>, RewriteError> {
+        let mut r = RequestRewriter::new(check, hold, self.dialect).limit(self.max_request_bytes);
+        self.deny_tools
+            .iter()
+            .try_for_each(|name| r.deny_tool(name))?;
+        Ok(r)
+    }
+
     /// The keep-alive interval in milliseconds (`None`: never).
     pub fn keepalive_ms(&self) -> Option<u64> {
         (self.keepalive_ms > 0).then_some(self.keepalive_ms)
@@ -437,6 +517,43 @@ impl<'de> Deserialize<'de> for DeniedTools {
             }
         }
         d.deserialize_seq(Names)
+    }
+}
+
+/// `request_path`: a path prefix, copied.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestPath(heapless::String<REQUEST_PATH_BYTES>);
+
+impl RequestPath {
+    /// The prefix `path`.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::RequestPath`] past [`REQUEST_PATH_BYTES`].
+    pub fn new(path: &str) -> Result<Self, ConfigError> {
+        let mut s = heapless::String::new();
+        s.push_str(path).map_err(|_| ConfigError::RequestPath)?;
+        Ok(RequestPath(s))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for RequestPath {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl serde::de::Visitor<'_> for Visit {
+            type Value = RequestPath;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a path prefix")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RequestPath, E> {
+                RequestPath::new(v).map_err(|_| E::custom("a request path over 128 bytes"))
+            }
+        }
+        d.deserialize_str(Visit)
     }
 }
 
@@ -564,6 +681,43 @@ impl Reported {
             *before = now;
         }
         gains
+    }
+}
+
+// ------------------------------------------------------------ request counts
+
+/// Agent requests a front end has seen: checked, refused (by
+/// [`Refusal::reason`]) and rewritten (a denied tool taken out).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RequestCounts {
+    pub checked: u64,
+    pub refused_json: u64,
+    pub refused_schema: u64,
+    pub refused_too_large: u64,
+    pub refused_capacity: u64,
+    pub rewritten: u64,
+}
+
+impl RequestCounts {
+    /// Counts one request's outcome.
+    pub fn count(&mut self, outcome: Result<&RequestStats, &Refusal>) {
+        self.checked = self.checked.saturating_add(1);
+        match outcome {
+            Ok(stats) => {
+                self.rewritten = self
+                    .rewritten
+                    .saturating_add(u64::from(stats.tools_removed > 0))
+            }
+            Err(r) => {
+                let slot = match r.reason() {
+                    "json" => &mut self.refused_json,
+                    "schema" => &mut self.refused_schema,
+                    "too_large" => &mut self.refused_too_large,
+                    _ => &mut self.refused_capacity,
+                };
+                *slot = slot.saturating_add(1);
+            }
+        }
     }
 }
 

@@ -182,7 +182,10 @@ fn help(cmd: &str) -> String {
 /// `cmd` takes the shared flag `name`.
 fn takes(cmd: &str, name: &str) -> bool {
     match cmd {
-        "gateway" => name != "keepalive-ms",
+        "gateway" => !matches!(
+            name,
+            "keepalive-ms" | "no-request-check" | "max-request-bytes" | "request-path"
+        ),
         "input" => matches!(name, "dialect" | "buffer"),
         _ => COMMON.contains(&name),
     }
