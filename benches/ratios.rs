@@ -183,8 +183,163 @@ fn median_range(mut v: Vec<f64>) -> (f64, f64, f64) {
     (v[v.len() / 2], v[0], v[v.len() - 1])
 }
 
+/// A `RunAgentInput` body of about 1 MB: a history of 100 turns, each a
+/// user message (text and a 2 KB base64 image), an assistant's tool call,
+/// and a 6 KB tool result; four tools.
+fn request_body() -> Vec<u8> {
+    let image = "iVBORw0KGgo".repeat(190);
+    let result = "{\\\"rows\\\":[1,2,3],\\\"text\\\":\\\"".to_owned()
+        + &"lorem ipsum ".repeat(500)
+        + "\\\"}";
+    let mut messages = Vec::new();
+    for i in 0..100 {
+        messages.push(format!(
+            r#"{{"id":"u{i}","role":"user","content":[{{"type":"text","text":"What does the chart in step {i} show?"}},{{"type":"image","source":{{"type":"data","value":"{image}","mimeType":"image/png"}}}}]}}"#
+        ));
+        messages.push(format!(
+            r#"{{"id":"a{i}","role":"assistant","content":"Looking it up.","toolCalls":[{{"id":"c{i}","type":"function","function":{{"name":"query","arguments":"{{\"step\":{i}}}"}}}}]}}"#
+        ));
+        messages.push(format!(
+            r#"{{"id":"t{i}","role":"tool","toolCallId":"c{i}","content":"{result}"}}"#
+        ));
+    }
+    let tools: Vec<String> = ["query", "search", "get_weather", "shell"]
+        .iter()
+        .map(|n| {
+            format!(
+                r#"{{"name":"{n}","description":"the {n} tool","parameters":{{"type":"object","properties":{{"q":{{"type":"string"}}}}}}}}"#
+            )
+        })
+        .collect();
+    format!(
+        r#"{{"threadId":"thread-1","runId":"run-1","state":{{"step":3}},"messages":[{}],"tools":[{}],"context":[],"forwardedProps":{{}}}}"#,
+        messages.join(","),
+        tools.join(",")
+    )
+    .into_bytes()
+}
+
+/// The request checker over `body` in `piece`-byte pushes.
+fn check_request(body: &[u8], piece: usize, buf: &mut [u8]) -> u64 {
+    let mut c = agui_stream::RequestChecker::new(buf, Dialect::V1);
+    for chunk in body.chunks(piece) {
+        c.push(chunk).expect("valid body");
+    }
+    c.finish().expect("valid body");
+    body.len() as u64
+}
+
+/// The gateway's request side (a tool denied) over `body` in 64 KiB
+/// pushes, into a `Vec` drained after every push.
+fn request_gateway(body: &[u8], check: &mut [u8], hold: &mut [u8], out: &mut Vec<u8>) -> u64 {
+    let mut r = agui_stream::rewrite::RequestRewriter::new(check, hold, Dialect::V1);
+    r.deny_tool("shell").expect("a name");
+    let mut written = 0;
+    for chunk in body.chunks(64 << 10) {
+        out.clear();
+        r.push(chunk, out).expect("valid body");
+        written += out.len() as u64;
+    }
+    out.clear();
+    r.finish(out).expect("valid body");
+    written + out.len() as u64
+}
+
+/// The request side's rows, over [`request_body`], as `main` times the
+/// streams' (`--stream request`).
+fn requests(args: &Args) {
+    let body = request_body();
+    assert!(serde_json::from_slice::<serde::de::IgnoredAny>(&body).is_ok());
+    let b = &body[..];
+    let (mut small, mut large) = (vec![0u8; 16 << 10], vec![0u8; 2 << 20]);
+    let (mut check, mut hold, mut out) = (vec![0u8; 64 << 10], vec![0u8; 64 << 10], Vec::new());
+    let mut rows: Vec<Row<'_>> = vec![
+        Row::new(
+            "serde_json IgnoredAny",
+            Box::new(move || u64::from(serde_json::from_slice::<serde::de::IgnoredAny>(b).is_ok())),
+        ),
+        Row::new(
+            "checker one push, 2 MiB buffer",
+            Box::new(|| check_request(b, usize::MAX, &mut large)),
+        ),
+        Row::new(
+            "checker 1460-byte pushes, 16 KiB",
+            Box::new(|| check_request(b, 1460, &mut small)),
+        ),
+        Row::new(
+            "request gateway 64 KiB pushes",
+            Box::new(|| request_gateway(b, &mut check, &mut hold, &mut out)),
+        ),
+    ];
+    time_rows(
+        "request (a 1 MB RunAgentInput history)",
+        body.len(),
+        &mut rows,
+        args,
+        &[
+            ("checker one push, 2 MiB buffer", "serde_json IgnoredAny"),
+            ("checker 1460-byte pushes, 16 KiB", "serde_json IgnoredAny"),
+            ("request gateway 64 KiB pushes", "serde_json IgnoredAny"),
+        ],
+    );
+}
+
+/// Times `rows` in interleaved rounds over `len` bytes and prints their
+/// MB/s and the `compare` ratios.
+fn time_rows(
+    name: &str,
+    len: usize,
+    rows: &mut Vec<Row<'_>>,
+    args: &Args,
+    compare: &[(&str, &str)],
+) {
+    rows.retain(|r| args.only.is_empty() || args.only.iter().any(|o| r.name == o));
+    if args.once {
+        for row in rows.iter_mut() {
+            black_box(run_once(row));
+        }
+        return;
+    }
+    // Each timing reads at least 8 MB, so a round is not noise.
+    let reps = (8usize << 20).div_ceil(len);
+    for row in rows.iter_mut() {
+        black_box(run_once(row)); // warm-up (and the 10,000 streams' setup)
+    }
+    for round in 0..args.rounds {
+        let k = rows.len();
+        for i in 0..k {
+            let row = &mut rows[(i + round) % k];
+            let t = Instant::now();
+            for _ in 0..reps {
+                black_box(run_once(row));
+            }
+            row.secs.push(t.elapsed().as_secs_f64() / reps as f64);
+        }
+    }
+    println!("\n{name} ({len} bytes, {} rounds)", args.rounds);
+    let mbps = |row: &Row<'_>| {
+        let (m, _, _) = median_range(row.secs.clone());
+        len as f64 / m / 1e6
+    };
+    for row in rows.iter() {
+        println!("  {:<34} {:>8.0} MB/s (median)", row.name, mbps(row));
+    }
+    let find = |n: &str| rows.iter().find(|r| r.name == n);
+    for &(row, base) in compare {
+        let (Some(r), Some(b)) = (find(row), find(base)) else {
+            continue;
+        };
+        let ratios = r.secs.iter().zip(&b.secs).map(|(r, b)| b / r).collect();
+        let (m, lo, hi) = median_range(ratios);
+        println!("  {row} / {base}: {m:.2}x ({lo:.2}-{hi:.2})");
+    }
+}
+
 fn main() {
     let args = args();
+    if args.streams.is_empty() || args.streams.iter().any(|s| s == "request") {
+        requests(&args);
+    }
     for (name, stream) in streams() {
         if !args.streams.is_empty() && !args.streams.iter().any(|s| s == name) {
             continue;
@@ -251,59 +406,24 @@ fn main() {
                 Box::new(|| many.get_or_insert_with(|| ManyStreams::new(s)).run(s)),
             ));
         }
-        rows.retain(|r| args.only.is_empty() || args.only.iter().any(|o| r.name == o));
-        if args.once {
-            for row in &mut rows {
-                black_box(run_once(row));
-            }
-            continue;
-        }
-        // Each timing reads at least 8 MB, so a round is not noise.
-        let reps = (8usize << 20).div_ceil(stream.len());
-        for row in &mut rows {
-            black_box(run_once(row)); // warm-up (and the 10,000 streams' setup)
-        }
-        for round in 0..args.rounds {
-            let k = rows.len();
-            for i in 0..k {
-                let row = &mut rows[(i + round) % k];
-                let t = Instant::now();
-                for _ in 0..reps {
-                    black_box(run_once(row));
-                }
-                row.secs.push(t.elapsed().as_secs_f64() / reps as f64);
-            }
-        }
-        println!(
-            "\n{name} ({} bytes, {} rounds; gateway output {} its input)",
-            stream.len(),
-            args.rounds,
+        let title = format!(
+            "{name} (gateway output {} its input)",
             if unchanged { "equals" } else { "differs from" }
         );
-        let mbps = |row: &Row<'_>| {
-            let (m, _, _) = median_range(row.secs.clone());
-            stream.len() as f64 / m / 1e6
-        };
-        for row in &rows {
-            println!("  {:<34} {:>8.0} MB/s (median)", row.name, mbps(row));
-        }
-        let find = |n: &str| rows.iter().find(|r| r.name == n);
-        let compare = [
-            ("v1 one push", "serde_json IgnoredAny"),
-            ("v0 one push", "serde_json IgnoredAny"),
-            ("v1 1460-byte pushes", "v1 one push"),
-            ("v1 64-byte pushes", "v1 one push"),
-            ("v1 7-byte pushes", "v1 one push"),
-            ("gateway 64 KiB pushes", "v1 64 KiB pushes"),
-            ("10,000 streams 1460-byte pushes", "v1 1460-byte pushes"),
-        ];
-        for (row, base) in compare {
-            let (Some(r), Some(b)) = (find(row), find(base)) else {
-                continue;
-            };
-            let ratios = r.secs.iter().zip(&b.secs).map(|(r, b)| b / r).collect();
-            let (m, lo, hi) = median_range(ratios);
-            println!("  {row} / {base}: {m:.2}x ({lo:.2}-{hi:.2})");
-        }
+        time_rows(
+            &title,
+            stream.len(),
+            &mut rows,
+            &args,
+            &[
+                ("v1 one push", "serde_json IgnoredAny"),
+                ("v0 one push", "serde_json IgnoredAny"),
+                ("v1 1460-byte pushes", "v1 one push"),
+                ("v1 64-byte pushes", "v1 one push"),
+                ("v1 7-byte pushes", "v1 one push"),
+                ("gateway 64 KiB pushes", "v1 64 KiB pushes"),
+                ("10,000 streams 1460-byte pushes", "v1 1460-byte pushes"),
+            ],
+        );
     }
 }

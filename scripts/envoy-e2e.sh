@@ -35,6 +35,12 @@
 #     complete before the cut and no clean end;
 #   - JSON and a gzip stream untouched; a request accepting SSE asks the
 #     upstream for identity;
+#   - agent requests (scripts/request_e2e.py): every request corpus body
+#     POSTed as HttpAgent does, through both listeners (the other denies
+#     get_weather): a valid one reaches the upstream whole (byte for byte,
+#     or without the denied tool's entry), an invalid one is answered 400
+#     (413) with the JSON problem and never reaches the upstream whole;
+#     some sent slowly in small pieces; a plain POST unchecked;
 #   - a compressor before the filter and a decompressor after it: a gzip
 #     client gets the output compressed (still streaming), a gzip upstream
 #     is rewritten (a cut one not repaired: the decompressor ends the body
@@ -75,7 +81,7 @@ cd "$root"
 t0=$(date +%s%N)
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/agui-envoy-e2e.XXXXXX")
-mkdir -p "$work/got" "$work/want" "$work/cut"
+mkdir -p "$work/got" "$work/want" "$work/cut" "$work/record"
 pids=()
 passed=0
 failed=0
@@ -218,8 +224,8 @@ deadline=${E2E_DEADLINE:-$((60 + 25 * ${#files[@]} + 5 * ${#hostile_files[@]}))}
 say "captures: ${#files[@]} in $captures; deadline ${deadline} s after Envoy's start"
 
 phase "start the upstream and Envoy"
-python3 scripts/sse_upstream.py real="$captures" conf="$root/tests/corpus/conformance" \
-    hostile="$hostile" >"$work/upstream.out" 2>"$work/upstream.err" &
+python3 scripts/sse_upstream.py --record-dir "$work/record" real="$captures" \
+    conf="$root/tests/corpus/conformance" hostile="$hostile" >"$work/upstream.out" 2>"$work/upstream.err" &
 pids+=($!)
 upstream_port=
 for ((i = 0; i < 100; i++)); do
@@ -587,6 +593,37 @@ else
     bad "odd headers: status $status, complete $complete"
 fi
 
+# ------------------------------------------------------------------ agent requests
+
+phase "agent requests: the request corpus through both listeners (scripts/request_e2e.py)"
+requests_checked=0
+if [ "$kind" = native ]; then
+    na "agent requests: the dynamic module does not check requests (the proxy-wasm filter and http_proxy do)"
+else
+    for listener in plain other; do
+        deadline_check
+        if [ "$listener" = plain ]; then
+            args=("$envoy")
+        else
+            args=(--deny "$other_tool" "$envoy_other")
+        fi
+        status=0
+        out=$(timeout 600 python3 scripts/request_e2e.py --tag "$listener" "${args[@]}" \
+            tests/corpus/requests "$work/record" 2>&1) || status=$?
+        if [ "$status" != 0 ] && ! grep -q '^FAIL ' <<<"$out"; then
+            bad "scripts/request_e2e.py ($listener) stopped with status $status"
+        fi
+        while IFS= read -r line; do
+            case "$line" in
+                "ok   "*) ok "${line#ok   }" ;;
+                "FAIL "*) bad "${line#FAIL }" ;;
+                "checked "*) requests_checked=$((requests_checked + ${line#checked })) ;;
+                *) say "     $line" ;;
+            esac
+        done <<<"$out"
+    done
+fi
+
 # ------------------------------------------------------------------ compression
 
 phase "between a compressor and a decompressor (examples/proxy-wasm/envoy.yaml, listener agui_compress)"
@@ -744,6 +781,10 @@ checks=(
     "compressed -ge 1" "untouched -ge 2" "aborted -ge 1" "errors -eq 0" "buffer_pairs -le 20"
 )
 grep -q "\"toolCallName\":\"$other_tool\"" "$captures"/*.sse && checks+=("tool_events_dropped -gt 0")
+if [ "$requests_checked" -gt 0 ]; then
+    checks+=("requests_checked -eq $requests_checked" "requests_refused_json -gt 30"
+        "requests_refused_schema -gt 60" "requests_refused_capacity -ge 2" "requests_rewritten -gt 0")
+fi
 for c in "${checks[@]}"; do
     read -r name op value <<<"$c"
     got=$(m "$name")

@@ -27,6 +27,11 @@ Routes (GET; `?` options):
                      method, target and accept-encoding
   /weird             an event stream whose headers are odd: a second
                      content-encoding line, a value with bytes over 0x7f
+  /record/NAME       (any method) reads the request body (a content-length or
+                     chunks) and, with --record-dir DIR, writes it to
+                     DIR/NAME.body and whether it arrived whole (its length,
+                     or its last chunk) to DIR/NAME.whole ("1" or "0"); a
+                     whole body is answered {"received": N}
   anything else      404
 """
 
@@ -42,6 +47,7 @@ import urllib.parse
 
 
 DIRS = {}
+RECORD_DIR = None
 
 
 def read_file(key, name):
@@ -122,9 +128,46 @@ class Handler(socketserver.BaseRequestHandler):
         segments = url.path.strip("/").split("/")
         route = segments[0]
         try:
+            if route == "record":
+                self.record(sock, head.split(b"\r\n\r\n", 1)[1], headers, segments[1:])
+                return
             self.answer(sock, method, target, headers, route, segments[1:], query)
         except (BrokenPipeError, ConnectionResetError, socket.timeout):
             pass
+
+    def record(self, sock, raw, headers, rest):
+        chunked = headers.get("transfer-encoding", "").lower() == "chunked"
+        length = int(headers.get("content-length", "0") or 0)
+        body, whole = None, False
+        sock.settimeout(30)
+        while True:
+            if chunked:
+                body = dechunk(raw)
+            elif len(raw) >= length:
+                body = raw[:length]
+            if body is not None:
+                whole = True
+                break
+            try:
+                part = sock.recv(65536)
+            except OSError:
+                part = b""
+            if not part:
+                body = b"" if chunked else raw
+                break
+            raw += part
+        name = "_".join(rest) or "unnamed"
+        if RECORD_DIR and "/" not in name and not name.startswith("."):
+            with open(os.path.join(RECORD_DIR, name + ".body"), "wb") as f:
+                f.write(body)
+            with open(os.path.join(RECORD_DIR, name + ".whole"), "w") as f:
+                f.write("1" if whole else "0")
+        if whole:
+            answer = json.dumps({"received": len(body)}).encode()
+            sock.sendall(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                b"content-length: %d\r\nconnection: close\r\n\r\n" % len(answer) + answer
+            )
 
     def answer(self, sock, method, target, headers, route, rest, query):
         if route == "json":
@@ -216,6 +259,26 @@ class Handler(socketserver.BaseRequestHandler):
         sock.shutdown(socket.SHUT_WR)
 
 
+def dechunk(raw):
+    """A chunked body's data once its last chunk arrived, else None."""
+    body, at = b"", 0
+    while True:
+        end = raw.find(b"\r\n", at)
+        if end < 0:
+            return None
+        try:
+            size = int(raw[at:end].split(b";")[0].strip(), 16)
+        except ValueError:
+            return None
+        data = end + 2
+        if size == 0:
+            return body if raw[data:].startswith(b"\r\n") else None
+        if len(raw) < data + size + 2:
+            return None
+        body += raw[data : data + size]
+        at = data + size + 2
+
+
 class Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -223,12 +286,15 @@ class Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
 
 
 def main():
+    global RECORD_DIR
     port = 0
     args = sys.argv[1:]
     while args:
         a = args.pop(0)
         if a == "--port":
             port = int(args.pop(0))
+        elif a == "--record-dir":
+            RECORD_DIR = args.pop(0)
         elif "=" in a:
             key, path = a.split("=", 1)
             DIRS[key] = path

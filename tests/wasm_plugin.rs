@@ -520,3 +520,134 @@ fn the_defaults_mint_ids_per_run() {
     assert!(!outputs[0].contains(deterministic), "{}", outputs[0]);
     assert!(outputs[1].contains(deterministic), "{}", outputs[1]);
 }
+
+/// A request body through the module's request ABI in `piece`-byte pushes:
+/// what went upstream, the last code, and the last output (the problem, if
+/// refused).
+fn request_through_module(
+    plugin: &mut Plugin,
+    body: &[u8],
+    piece: usize,
+) -> (Vec<u8>, i32, Vec<u8>) {
+    let host = &mut plugin.host;
+    assert_eq!(host.request_begin().expect("no trap"), 0);
+    let mut upstream = Vec::new();
+    let mut rest = body;
+    let mut code = 0;
+    while !rest.is_empty() && code == 0 {
+        let n = piece.min(rest.len());
+        let (took, c) = host.request_push(&rest[..n]).expect("no trap");
+        code = c;
+        rest = &rest[took..];
+        if code == 0 {
+            upstream.extend_from_slice(host.output().expect("no trap"));
+        }
+    }
+    if code == 0 {
+        code = host.request_finish().expect("no trap");
+        if code == 0 {
+            upstream.extend_from_slice(host.output().expect("no trap"));
+        }
+    }
+    let last = host.output().expect("no trap").to_vec();
+    (upstream, code, last)
+}
+
+/// The native `RequestRewriter` on the same pushes (the module's buffers).
+fn request_native(
+    body: &[u8],
+    piece: usize,
+    dialect: Dialect,
+    deny: Option<&str>,
+) -> (Vec<u8>, i32, Vec<u8>) {
+    use agui_stream::rewrite::RequestRewriter;
+    let (mut check, mut hold) = (vec![0u8; 16 * 1024], vec![0u8; 16 * 1024]);
+    let mut r = RequestRewriter::new(&mut check, &mut hold, dialect).limit(16 << 20);
+    if let Some(name) = deny {
+        r.deny_tool(name).unwrap();
+    }
+    let mut upstream = Vec::new();
+    let verdict = body
+        .chunks(piece)
+        .try_for_each(|p| r.push(p, &mut upstream))
+        .and_then(|()| r.finish(&mut upstream).map(drop));
+    match verdict {
+        Ok(()) => (upstream, 0, Vec::new()),
+        Err(refusal) => {
+            let mut problem = Vec::new();
+            r.write_problem(&refusal, &mut problem).unwrap();
+            (upstream, i32::from(refusal.status()), problem)
+        }
+    }
+}
+
+/// Every request corpus body through `agui_request_*`, both dialects, a
+/// tool denied or not: what goes upstream, the code and the problem are
+/// the native request rewriter's; a valid body goes upstream whole.
+#[test]
+fn requests_are_checked_through_the_abi_as_natively() {
+    let wasm = std::fs::read(module_path()).expect("the module");
+    let mut plugin = Plugin::new(&wasm);
+    let dir = common::corpus_dir().join("requests");
+    let mut bodies: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    bodies.sort();
+    let (mut passed, mut refused) = (0, 0);
+    for (dialect, deny) in [
+        (Dialect::V1, None),
+        (Dialect::V0, None),
+        (Dialect::V1, Some("get_weather")),
+    ] {
+        let config = match (dialect, deny) {
+            (Dialect::V0, _) => r#"{"dialect":"v0"}"#.to_owned(),
+            (_, Some(name)) => format!(r#"{{"deny_tools":["{name}"]}}"#),
+            _ => "{}".to_owned(),
+        };
+        assert_eq!(plugin.init(&config), 0);
+        for path in &bodies {
+            let body = common::read(path);
+            let name = path.file_name().unwrap().to_string_lossy();
+            for piece in [7, 16 * 1024] {
+                let got = request_through_module(&mut plugin, &body, piece);
+                let want = request_native(&body, piece, dialect, deny);
+                assert_eq!(got.1, want.1, "{name} {dialect:?} {deny:?}: code");
+                assert_eq!(got.0, want.0, "{name}: upstream bytes");
+                if got.1 == 0 {
+                    if deny.is_none() {
+                        assert_eq!(got.0, body, "{name}: whole");
+                    }
+                    passed += 1;
+                } else {
+                    assert_eq!(got.2, want.2, "{name}: the problem");
+                    let problem: serde_json::Value = serde_json::from_slice(&got.2).unwrap();
+                    assert_eq!(problem["status"], got.1);
+                    assert!(
+                        body.is_empty() || got.0.len() < body.len(),
+                        "{name}: went upstream whole"
+                    );
+                    refused += 1;
+                    // Refused for good: later calls answer the same.
+                    assert_eq!(plugin.host.request_finish().unwrap(), got.1);
+                }
+                let report = plugin.report();
+                assert_eq!(report["request_bytes_out"], got.0.len(), "{name}");
+            }
+        }
+    }
+    assert!(
+        passed > 400 && refused > 600,
+        "{passed} passed, {refused} refused"
+    );
+    // Codes: no request begun; a bad length; no configuration.
+    let mut fresh = Plugin::new(&wasm);
+    assert_eq!(fresh.host.request_push_len(0).unwrap(), -8);
+    assert_eq!(fresh.host.request_finish().unwrap(), -8);
+    assert_eq!(fresh.host.request_begin().unwrap(), -1);
+    assert_eq!(fresh.init("{}"), 0);
+    assert_eq!(fresh.host.request_begin().unwrap(), 0);
+    assert_eq!(fresh.host.request_push_len(-1).unwrap(), -2);
+    assert_eq!(fresh.host.request_push_len(i32::MAX).unwrap(), -2);
+}

@@ -9,7 +9,7 @@
 use wasmi::{Engine, Linker, Memory, Module, Store, TypedFunc};
 
 /// The exports, the whole ABI (version 1).
-pub const EXPORTS: [&str; 10] = [
+pub const EXPORTS: [&str; 13] = [
     "agui_init_v1",
     "agui_input_ptr",
     "agui_input_cap",
@@ -20,6 +20,9 @@ pub const EXPORTS: [&str; 10] = [
     "agui_output_len",
     "agui_report_ptr",
     "agui_report_len",
+    "agui_request_begin",
+    "agui_request_push",
+    "agui_request_finish",
 ];
 
 /// One instance of the module.
@@ -36,6 +39,9 @@ pub struct Host {
     output_len: TypedFunc<(), i32>,
     report_ptr: TypedFunc<(), i32>,
     report_len: TypedFunc<(), i32>,
+    request_begin: TypedFunc<(), i32>,
+    request_push: TypedFunc<i32, i32>,
+    request_finish: TypedFunc<(), i32>,
 }
 
 impl Host {
@@ -62,6 +68,9 @@ impl Host {
             output_len: f!("agui_output_len"),
             report_ptr: f!("agui_report_ptr"),
             report_len: f!("agui_report_len"),
+            request_begin: f!("agui_request_begin"),
+            request_push: f!("agui_request_push"),
+            request_finish: f!("agui_request_finish"),
             memory,
             store,
         })
@@ -119,6 +128,28 @@ impl Host {
     /// `agui_finish()`.
     pub fn finish(&mut self) -> Result<i32, wasmi::Error> {
         self.call0(self.finish)
+    }
+
+    /// `agui_request_begin()`.
+    pub fn request_begin(&mut self) -> Result<i32, wasmi::Error> {
+        self.call0(self.request_begin)
+    }
+
+    /// Writes the first bytes of `bytes` that fit and calls
+    /// `agui_request_push`: how many were taken, and the code.
+    pub fn request_push(&mut self, bytes: &[u8]) -> Result<(usize, i32), wasmi::Error> {
+        let take = self.write_input(bytes)?;
+        Ok((take, self.request_push_len(take as i32)?))
+    }
+
+    /// `agui_request_push(len)` as it is.
+    pub fn request_push_len(&mut self, len: i32) -> Result<i32, wasmi::Error> {
+        self.request_push.call(&mut self.store, len)
+    }
+
+    /// `agui_request_finish()`.
+    pub fn request_finish(&mut self) -> Result<i32, wasmi::Error> {
+        self.call0(self.request_finish)
     }
 
     /// The last call's output.

@@ -26,6 +26,37 @@ pub fn set_request_header(name: &str, value: &[u8]) {
     let _ = hostcalls::set_map_value_bytes(MapType::HttpRequestHeaders, name, Some(value));
 }
 
+/// Removes the request header `name` (before the request goes upstream).
+pub fn remove_request_header(name: &str) {
+    let _ = hostcalls::remove_map_value(MapType::HttpRequestHeaders, name);
+}
+
+/// The request body chunk the host holds (`size` bytes).
+pub fn request_body(size: usize) -> Option<Vec<u8>> {
+    if size == 0 {
+        return Some(Vec::new());
+    }
+    hostcalls::get_buffer(BufferType::HttpRequestBody, 0, size)
+        .ok()
+        .flatten()
+}
+
+/// Replaces the whole request body chunk of `size` bytes with `bytes`.
+pub fn replace_request_body(size: usize, bytes: &[u8]) {
+    let _ = hostcalls::set_buffer(BufferType::HttpRequestBody, 0, size, bytes);
+}
+
+/// Answers the request locally with `status`, a JSON `body`. (The SDK's
+/// call panics on a status other than `Ok`, which Envoy does not give in a
+/// request callback: the reply is queued.)
+pub fn send_json_response(status: u16, body: &[u8]) {
+    let _ = hostcalls::send_http_response(
+        u32::from(status),
+        vec![("content-type", "application/json")],
+        Some(body),
+    );
+}
+
 /// The response header `name`'s value (the first, if repeated).
 pub fn response_header(name: &str) -> Option<Vec<u8>> {
     hostcalls::get_map_value_bytes(MapType::HttpResponseHeaders, name)

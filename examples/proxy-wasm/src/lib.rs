@@ -35,6 +35,23 @@
 //! `agui gateway`) in front instead: it sees the cut as the end of the
 //! body and repairs it.
 //!
+//! The request side: an agent request (`Gateway::is_agent_request`: a POST
+//! that accepts `text/event-stream`, or one under `request_path`) has its
+//! `RunAgentInput` body checked chunk by chunk as Envoy streams it upstream
+//! ([`RequestRewriter`], buffers from the same pool): each chunk is replaced
+//! by the rewriter's output — the same bytes, but the body's last byte
+//! held back until the verdict and the entries of denied tools taken out
+//! of `tools` (then the request loses its `content-length` in
+//! `on_http_request_headers`). A body that fails is answered locally
+//! (`send_http_response`: 400, or 413 over `max_request_bytes` or a
+//! capacity, with the JSON problem) and the callback pauses: Envoy resets
+//! the upstream request, whose body never ended — the agent never receives
+//! a complete request. A `content-length` over the limit (or 0) is
+//! answered in the headers callback, before the upstream sees a byte of
+//! body. Counted (`requests_checked`, `requests_refused_json`,
+//! `requests_refused_schema`, `requests_refused_too_large`,
+//! `requests_refused_capacity`, `requests_rewritten`) and, refused, logged.
+//!
 //! Nothing here panics on any input: the host calls go through [`host`],
 //! which never unwraps a status (the SDK's context methods do), and a
 //! rewriter error (which cannot happen with a `Vec` output and the buffer
@@ -56,7 +73,8 @@
 //!  "canonical": false, "drop_raw": false, "max_event_bytes": 0,
 //!  "check_tool_args": false, "deny_tools": [],
 //!  "deterministic_ids": false, "buffer": 65536, "request_identity": true,
-//!  "log_streams": true}
+//!  "log_streams": true, "check_requests": true, "max_request_bytes": 16777216,
+//!  "request_path": ""}
 //! ```
 //!
 //! (`keepalive_ms` is taken and ignored: the filter never writes on its
@@ -102,7 +120,7 @@ pub mod pool;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use agui_stream::rewrite::{RewriteError, Rewriter, Stats};
+use agui_stream::rewrite::{Refusal, RequestRewriter, RewriteError, Rewriter, Stats};
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, ContextType, LogLevel, MetricType};
 
@@ -133,6 +151,13 @@ struct Metrics {
     aborted: Option<u32>,
     trailers: Option<u32>,
     buffer_pairs: Option<u32>,
+    /// Agent requests: checked, refused by reason, rewritten.
+    requests_checked: Option<u32>,
+    requests_refused_json: Option<u32>,
+    requests_refused_schema: Option<u32>,
+    requests_refused_too_large: Option<u32>,
+    requests_refused_capacity: Option<u32>,
+    requests_rewritten: Option<u32>,
 }
 
 impl Metrics {
@@ -148,7 +173,29 @@ impl Metrics {
             trailers: counter("trailers"),
             // A gauge summed over the VMs (one per worker thread).
             buffer_pairs: host::define_metric(MetricType::Gauge, "buffer_pairs"),
+            requests_checked: counter("requests_checked"),
+            requests_refused_json: counter("requests_refused_json"),
+            requests_refused_schema: counter("requests_refused_schema"),
+            requests_refused_too_large: counter("requests_refused_too_large"),
+            requests_refused_capacity: counter("requests_refused_capacity"),
+            requests_rewritten: counter("requests_rewritten"),
         }
+    }
+
+    /// Counts one agent request's outcome.
+    fn count_request(&self, outcome: Result<u32, &Refusal>) {
+        self.add(self.requests_checked, 1);
+        let id = match outcome {
+            Ok(0) => return,
+            Ok(_) => self.requests_rewritten,
+            Err(r) => match r.reason() {
+                "json" => self.requests_refused_json,
+                "schema" => self.requests_refused_schema,
+                "too_large" => self.requests_refused_too_large,
+                _ => self.requests_refused_capacity,
+            },
+        };
+        self.add(id, 1);
     }
 
     /// This VM's metrics, defined on first use.
@@ -195,6 +242,7 @@ impl RootContext for Root {
             gateway,
             metrics: Metrics::get(),
             state: State::Waiting,
+            request: None,
             out: Vec::new(),
             reported: Reported::new(),
             path: String::new(),
@@ -225,6 +273,8 @@ struct Stream {
     gateway: Rc<Gateway>,
     metrics: Rc<Metrics>,
     state: State,
+    /// An agent request's body being checked.
+    request: Option<Box<RequestRewriter<'static>>>,
     /// The output for the current chunk (reused).
     out: Vec<u8>,
     /// The counters already added to the metrics.
@@ -286,10 +336,39 @@ impl Stream {
     }
 }
 
+impl Stream {
+    /// Refuses the agent request: the local answer, the counts, the log
+    /// line, the buffers back.
+    fn refuse(&mut self, refusal: &Refusal) {
+        let mut problem = Vec::new();
+        if let Some(r) = &self.request {
+            let _ = r.write_problem(refusal, &mut problem);
+        }
+        log::warn!(
+            "agui-stream: {}: request refused ({}): {refusal}",
+            self.path,
+            refusal.status()
+        );
+        self.metrics.count_request(Err(refusal));
+        host::send_json_response(refusal.status(), &problem);
+        if let Some(r) = self.request.take() {
+            pool::give_back(r.into_buffers());
+        }
+    }
+
+    /// The body passed: counted, the buffers back.
+    fn passed(&mut self) {
+        if let Some(r) = self.request.take() {
+            self.metrics.count_request(Ok(r.stats().tools_removed));
+            pool::give_back(r.into_buffers());
+        }
+    }
+}
+
 impl Context for Stream {}
 
 impl HttpContext for Stream {
-    fn on_http_request_headers(&mut self, _num_headers: usize, _end_of_stream: bool) -> Action {
+    fn on_http_request_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> Action {
         if let Some(path) = host::request_header(":path") {
             let path = path.get(..256).unwrap_or(&path);
             self.path = String::from_utf8_lossy(path).into_owned();
@@ -299,7 +378,81 @@ impl HttpContext for Stream {
             // A compressed stream cannot be rewritten.
             host::set_request_header("accept-encoding", b"identity");
         }
+        let method = host::request_header(":method").unwrap_or_default();
+        if !self
+            .gateway
+            .is_agent_request(&method, self.path.as_bytes(), &accept)
+        {
+            return Action::Continue;
+        }
+        let metrics = &self.metrics;
+        let (check, hold) = pool::take(self.gateway.buffer, || {
+            metrics.add(metrics.buffer_pairs, 1);
+        });
+        let request = RequestRewriter::new(check, hold, self.gateway.dialect)
+            .limit(self.gateway.max_request_bytes);
+        self.request = Some(Box::new(request));
+        if let Some(r) = &mut self.request {
+            // The names fit: `Gateway::from_json` took them.
+            for name in self.gateway.deny_tools.iter() {
+                let _ = r.deny_tool(name);
+            }
+        }
+        let length = host::request_header("content-length")
+            .and_then(|v| std::str::from_utf8(&v).ok()?.trim().parse::<u64>().ok());
+        // Refused before the upstream sees any body: a length over the
+        // limit, and no body at all (whole as soon as it is sent).
+        let refusal = match (length, end_of_stream) {
+            (Some(n), _) if n > self.gateway.max_request_bytes => Some(Refusal::TooLarge {
+                limit: self.gateway.max_request_bytes,
+            }),
+            (Some(0), _) | (_, true) => self
+                .request
+                .as_mut()
+                .and_then(|r| r.finish(&mut Vec::new()).err()),
+            _ => None,
+        };
+        if let Some(refusal) = refusal {
+            self.refuse(&refusal);
+            return Action::Pause;
+        }
+        if !self.gateway.deny_tools.is_empty() {
+            // Taking an entry out changes the length: the body goes chunked.
+            host::remove_request_header("content-length");
+        }
         Action::Continue
+    }
+
+    fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
+        let Some(request) = &mut self.request else {
+            return Action::Continue;
+        };
+        self.out.clear();
+        let mut verdict = match host::request_body(body_size) {
+            Some(input) => request.push(&input, &mut self.out),
+            None => Err(Refusal::OutputFull),
+        };
+        if verdict.is_ok() && end_of_stream {
+            verdict = request.finish(&mut self.out).map(drop);
+        }
+        match verdict {
+            Ok(()) => {
+                host::replace_request_body(body_size, &self.out);
+                self.out.clear();
+                if end_of_stream {
+                    self.passed();
+                }
+                Action::Continue
+            }
+            Err(refusal) => {
+                // Nothing of this chunk goes on; the upstream request is
+                // reset with the local answer.
+                host::replace_request_body(body_size, &[]);
+                self.out.clear();
+                self.refuse(&refusal);
+                Action::Pause
+            }
+        }
     }
 
     fn on_http_response_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> Action {
@@ -382,6 +535,10 @@ impl HttpContext for Stream {
 
 impl Drop for Stream {
     fn drop(&mut self) {
+        if let Some(r) = self.request.take() {
+            // The request went away before its body ended.
+            pool::give_back(r.into_buffers());
+        }
         if matches!(self.state, State::Rewriting(_)) {
             // The stream went away before its end (a reset, a client gone).
             self.metrics.add(self.metrics.aborted, 1);

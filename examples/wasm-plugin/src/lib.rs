@@ -3,7 +3,7 @@
 //!
 //! # The ABI (version 1)
 //!
-//! Ten exports, every argument and result an `i32`:
+//! Thirteen exports, every argument and result an `i32`:
 //!
 //! | export | what it does |
 //! |--------|--------------|
@@ -14,6 +14,9 @@
 //! | `agui_finish()` | end of the body: the repair and the end-of-stream verdict |
 //! | `agui_output_ptr()`, `agui_output_len()` | the client's bytes from the last call |
 //! | `agui_report_ptr()`, `agui_report_len()` | the statistics and the last error, as one JSON object |
+//! | `agui_request_begin()` | starts checking an agent request's body with the configuration of the last `agui_init_v1` |
+//! | `agui_request_push(len)` | checks the `len` bytes written at `agui_input_ptr()`; the output is what goes upstream now |
+//! | `agui_request_finish()` | end of the request body: the verdict; the output is its last byte (held back until now) |
 //!
 //! The version is in the name: a configuration format that changes
 //! incompatibly comes as `agui_init_v2`, so a host finds out from the
@@ -89,6 +92,36 @@
 //! leaves the module not initialized (-1) until one succeeds; it never
 //! keeps a later one from succeeding.
 //!
+//! # The request side
+//!
+//! A host that sees the requests too (an agent request: `HttpAgent`'s POST
+//! of a `RunAgentInput` body) checks each body with
+//! [`RequestRewriter`](agui_stream::rewrite::RequestRewriter), under the
+//! last successful `agui_init_v1`'s configuration (`dialect`, `deny_tools`,
+//! `max_request_bytes`):
+//!
+//! ```text
+//! agui_request_begin()                     // 0, or -1: no configuration yet
+//! for chunk in request body:               // any split, at most agui_input_cap() a push
+//!     copy chunk to agui_input_ptr()
+//!     code = agui_request_push(len(chunk))
+//!     if code == 0: send agui_output_ptr()[..agui_output_len()] upstream
+//!     else: answer code (400 or 413) with the output (a JSON problem), reset the upstream request; stop
+//! code = agui_request_finish()             // 0: send the output (the body's last byte) upstream
+//! ```
+//!
+//! The body goes upstream as it came (but for the entries of denied tools,
+//! taken out of `tools`), its last byte held back until the verdict, so an
+//! agent never receives a whole body that fails. Codes: 0 go on (at
+//! `agui_request_finish`: passed); 400 invalid, 413 over
+//! `max_request_bytes` or a capacity (then the output is the JSON problem,
+//! `{"status":…,"code":"AGUI_INVALID_INPUT"|"AGUI_INPUT_TOO_LARGE","message":…,"path":…}`,
+//! and every later call of this request answers the same); -1 no
+//! configuration; -2 a bad length; -8 no request begun. The report gains
+//! `request_bytes_in`, `request_bytes_out`, `request_tools_removed` and
+//! `request_refused` (the reason, or `null`). The checker's and the hold
+//! buffer are [`REQUEST_CAP`] bytes each.
+//!
 //! Memory: fixed, in the module's data ([`FRAME_CAP`], [`RAW_CAP`],
 //! [`INPUT_CAP`], [`OUTPUT_CAP`] and an 8 KiB report); the two rewriter
 //! buffers are lent once and handed from each stream's rewriter to the
@@ -101,7 +134,7 @@
 #[path = "../../shared/frontend.rs"]
 mod frontend;
 
-use agui_stream::rewrite::{Options, RewriteError, Rewriter, Stats};
+use agui_stream::rewrite::{Options, Refusal, RequestRewriter, RewriteError, Rewriter, Stats};
 use agui_stream::{Config, SliceWriter};
 use core::fmt::Write as _;
 use frontend::{ConfigError, Gateway, StatsLine};
@@ -119,6 +152,11 @@ pub const INPUT_CAP: usize = 16 * 1024;
 /// buffers can hold (`Rewriter::frame_bound`, checked by `agui_init_v1`),
 /// so that an empty output always takes the next block.
 pub const OUTPUT_CAP: usize = 3 * (RAW_CAP + INPUT_CAP) + 24 * 1024;
+/// A request checker's buffer, and the buffer that holds one `tools` entry
+/// while its name is read: each this size.
+pub const REQUEST_CAP: usize = 16 * 1024;
+// A request push writes at most its input and the held entry.
+const _: () = assert!(INPUT_CAP + REQUEST_CAP <= OUTPUT_CAP);
 
 /// Why a call failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -265,7 +303,19 @@ struct Module {
     /// The policy stopped the stream: every later push and `agui_finish`
     /// answer 1.
     stopped: bool,
+    /// The configuration, once an `agui_init_v1` succeeded (for requests).
+    gateway: Option<Gateway>,
 }
+
+/// An agent request's body being checked.
+struct Request {
+    rewriter: RequestRewriter<'static>,
+    refused: Option<Refusal>,
+}
+
+static CHECK: Mutex<[u8; REQUEST_CAP]> = Mutex::new([0; REQUEST_CAP]);
+static HOLD: Mutex<[u8; REQUEST_CAP]> = Mutex::new([0; REQUEST_CAP]);
+static REQUEST: Mutex<Option<Request>> = Mutex::new(None);
 
 static FRAME: Mutex<[u8; FRAME_CAP]> = Mutex::new([0; FRAME_CAP]);
 static RAW: Mutex<[u8; RAW_CAP]> = Mutex::new([0; RAW_CAP]);
@@ -333,6 +383,7 @@ pub extern "C" fn agui_init_v1(len: i32) -> i32 {
         Ok(g) => (g.config(), g.options()),
         Err(_) => (Config::new(), Options::new()),
     };
+    let kept = gateway.as_ref().ok().cloned();
     let mut rewriter = Rewriter::new(frame, raw, config, options);
     let result = gateway.and_then(|gateway| {
         gateway.deny(&mut rewriter).map_err(InitError::DenyTools)?;
@@ -343,9 +394,9 @@ pub extern "C" fn agui_init_v1(len: i32) -> i32 {
         }
         Ok(())
     });
-    let (phase, error, code) = match result {
-        Ok(()) => (Phase::Open, Message::NONE, 0),
-        Err(e) => (Phase::Unconfigured, Message::of(e), e.code()),
+    let (phase, error, code, gateway) = match result {
+        Ok(()) => (Phase::Open, Message::NONE, 0, kept),
+        Err(e) => (Phase::Unconfigured, Message::of(e), e.code(), None),
     };
     *slot = Some(Module {
         rewriter,
@@ -353,8 +404,108 @@ pub extern "C" fn agui_init_v1(len: i32) -> i32 {
         pending: 0,
         error,
         stopped: false,
+        gateway,
     });
     code
+}
+
+/// Starts checking an agent request's body (see "The request side"): 0,
+/// or -1 if no `agui_init_v1` succeeded.
+#[allow(unsafe_code)]
+#[unsafe(no_mangle)]
+pub extern "C" fn agui_request_begin() -> i32 {
+    let guard = MODULE.lock();
+    output().len = 0;
+    let Some(gateway) = guard.as_ref().and_then(|m| m.gateway.as_ref()) else {
+        return Failure::NotInitialized.code();
+    };
+    let mut request = REQUEST.lock();
+    let buffers = match request.take() {
+        Some(old) => Some(old.rewriter.into_buffers()),
+        None => match (CHECK.try_lock(), HOLD.try_lock()) {
+            (Some(c), Some(h)) => Some((&mut MutexGuard::leak(c)[..], &mut MutexGuard::leak(h)[..])),
+            _ => None,
+        },
+    };
+    let Some((check, hold)) = buffers else {
+        return Failure::NotInitialized.code();
+    };
+    // The names fit: `agui_init_v1` denied them on the rewriter.
+    let Ok(rewriter) = gateway.request_rewriter(check, hold) else {
+        return Failure::BadArgument.code();
+    };
+    *request = Some(Request {
+        rewriter,
+        refused: None,
+    });
+    0
+}
+
+/// Checks the next `len` bytes of the request body, written at
+/// [`agui_input_ptr`]: 0 (the output goes upstream), 400 or 413 (refused:
+/// the output is the JSON problem), -2 a bad length, -8 no request begun.
+#[allow(unsafe_code)]
+#[unsafe(no_mangle)]
+pub extern "C" fn agui_request_push(len: i32) -> i32 {
+    let start = pending();
+    let mut request = REQUEST.lock();
+    let mut out = output();
+    out.len = 0;
+    let Some(request) = request.as_mut() else {
+        return NO_REQUEST;
+    };
+    let input = INPUT.lock();
+    let Some(bytes) = usize::try_from(len)
+        .ok()
+        .and_then(|len| input.get(start..start.checked_add(len)?))
+    else {
+        return Failure::BadArgument.code();
+    };
+    let mut writer = SliceWriter::new(&mut out.buf);
+    let verdict = match request.refused {
+        Some(refusal) => Err(refusal),
+        None => request.rewriter.push(bytes, &mut writer),
+    };
+    out.len = writer.len();
+    request_code(request, verdict, &mut out)
+}
+
+/// The request body ended: 0 (passed: the output, its last byte, goes
+/// upstream), 400 or 413 (refused: the output is the JSON problem), -8 no
+/// request begun.
+#[allow(unsafe_code)]
+#[unsafe(no_mangle)]
+pub extern "C" fn agui_request_finish() -> i32 {
+    let mut request = REQUEST.lock();
+    let mut out = output();
+    out.len = 0;
+    let Some(request) = request.as_mut() else {
+        return NO_REQUEST;
+    };
+    let mut writer = SliceWriter::new(&mut out.buf);
+    let verdict = match request.refused {
+        Some(refusal) => Err(refusal),
+        None => request.rewriter.finish(&mut writer).map(drop),
+    };
+    out.len = writer.len();
+    request_code(request, verdict, &mut out)
+}
+
+/// No `agui_request_begin` yet.
+const NO_REQUEST: i32 = -8;
+
+/// A request call's code; a refusal's problem replaces the output.
+fn request_code(request: &mut Request, verdict: Result<(), Refusal>, out: &mut Output) -> i32 {
+    match verdict {
+        Ok(()) => 0,
+        Err(refusal) => {
+            request.refused = Some(refusal);
+            let mut writer = SliceWriter::new(&mut out.buf);
+            let _ = request.rewriter.write_problem(&refusal, &mut writer);
+            out.len = writer.len();
+            i32::from(refusal.status())
+        }
+    }
 }
 
 /// Where the host writes the configuration or the next chunk (past any
@@ -554,7 +705,15 @@ pub extern "C" fn agui_report_len() -> i32 {
     };
     let mut report = REPORT.lock();
     let line = report.insert(StatsLine::new(stats));
-    let len = line.field("error", &error).as_str().len();
+    line.field("error", &error);
+    if let Some(request) = REQUEST.lock().as_ref() {
+        let s = request.rewriter.stats();
+        line.field("request_bytes_in", &s.bytes_in)
+            .field("request_bytes_out", &s.bytes_out)
+            .field("request_tools_removed", &s.tools_removed)
+            .field("request_refused", &request.refused.map(|r| r.reason()));
+    }
+    let len = line.as_str().len();
     i32::try_from(len).unwrap_or(0)
 }
 

@@ -192,6 +192,11 @@ impl<'b> RequestChecker<'b> {
         self.message.as_ref()
     }
 
+    /// Ends the checker and gives its buffer back, for the next body.
+    pub fn into_buffer(self) -> &'b mut [u8] {
+        self.buf
+    }
+
     /// A prefix of a BOM that was not one: its bytes are the body's.
     fn release_bom(&mut self) {
         if let Bom::Matching(n) = self.bom {

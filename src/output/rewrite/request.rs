@@ -240,6 +240,12 @@ impl<'b> RequestRewriter<'b> {
         Ok(())
     }
 
+    /// Ends the rewriter and gives its buffers back (the checker's, then
+    /// the hold buffer), for the next body.
+    pub fn into_buffers(self) -> (&'b mut [u8], &'b mut [u8]) {
+        (self.checker.into_buffer(), self.hold)
+    }
+
     /// What went through so far.
     pub const fn stats(&self) -> &RequestStats {
         &self.stats
