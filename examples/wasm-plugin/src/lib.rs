@@ -423,7 +423,9 @@ pub extern "C" fn agui_request_begin() -> i32 {
     let buffers = match request.take() {
         Some(old) => Some(old.rewriter.into_buffers()),
         None => match (CHECK.try_lock(), HOLD.try_lock()) {
-            (Some(c), Some(h)) => Some((&mut MutexGuard::leak(c)[..], &mut MutexGuard::leak(h)[..])),
+            (Some(c), Some(h)) => {
+                Some((&mut MutexGuard::leak(c)[..], &mut MutexGuard::leak(h)[..]))
+            }
             _ => None,
         },
     };
