@@ -183,7 +183,7 @@ fn median_range(mut v: Vec<f64>) -> (f64, f64, f64) {
     (v[v.len() / 2], v[0], v[v.len() - 1])
 }
 
-/// A `RunAgentInput` body of about 1 MB: a history of 100 turns, each a
+/// A `RunAgentInput` body of about 1 MB: a history of 120 turns, each a
 /// user message (text and a 2 KB base64 image), an assistant's tool call,
 /// and a 6 KB tool result; four tools.
 fn request_body() -> Vec<u8> {
@@ -192,7 +192,7 @@ fn request_body() -> Vec<u8> {
         + &"lorem ipsum ".repeat(500)
         + "\\\"}";
     let mut messages = Vec::new();
-    for i in 0..100 {
+    for i in 0..120 {
         messages.push(format!(
             r#"{{"id":"u{i}","role":"user","content":[{{"type":"text","text":"What does the chart in step {i} show?"}},{{"type":"image","source":{{"type":"data","value":"{image}","mimeType":"image/png"}}}}]}}"#
         ));

@@ -74,7 +74,9 @@ impl<'a> JsonStr<'a> {
         if self.raw == s.as_bytes() {
             return true;
         }
-        if self.is_plain() {
+        // ASCII without escapes is its own decoding (a member's name, most
+        // often): it differs. Else plain UTF-8 is.
+        if !self.raw.iter().any(|&b| b == b'\\' || b >= 0x80) || self.is_plain() {
             return false;
         }
         self.code_points().eq(s.chars().map(u32::from))

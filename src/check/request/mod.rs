@@ -3,7 +3,10 @@
 //! verdict of the reference's `RunAgentInputSchema.parse` (`@ag-ui/core`
 //! 1.0.0 for [`Dialect::V1`], 0.0.59 for [`Dialect::V0`]).
 //!
-//! It is the spilled-frame machinery rooted at `RunAgentInput`: the JSON's
+//! A body that fits the buffer is held whole and checked at its end: the
+//! one-shot validator, then the schema over the decoded body. One that
+//! outgrows it (or fails) goes through the spilled-frame machinery rooted
+//! at `RunAgentInput`, which also finds where a failing body fails: the JSON's
 //! syntax is checked with V8's messages and positions, and a stand-in is
 //! written into the caller's buffer. Each element of an array the schema
 //! reads (messages, their content parts and tool calls, tools, context,
@@ -52,6 +55,9 @@ use crate::view::json::RawJson;
 #[derive(Debug)]
 pub struct RequestChecker<'b> {
     buf: &'b mut [u8],
+    /// The body's bytes held whole in `buf`, while they fit (`None`: it
+    /// streams through `body`).
+    whole: Option<usize>,
     body: Spilling<Marks>,
     dialect: Dialect,
     bom: Bom,
@@ -148,6 +154,7 @@ impl<'b> RequestChecker<'b> {
     pub fn new(buf: &'b mut [u8], dialect: Dialect) -> Self {
         RequestChecker {
             buf,
+            whole: Some(0),
             body: Spilling::request(dialect, tables::request(dialect), Limits::new()),
             dialect,
             bom: Bom::Matching(0),
@@ -170,11 +177,34 @@ impl<'b> RequestChecker<'b> {
                 self.release_bom();
             }
         }
-        self.body.feed(bytes, self.buf);
-        if self.body.failed() {
+        self.feed(bytes);
+        if self.whole.is_none() && self.body.failed() {
             return self.verdict();
         }
         Ok(())
+    }
+
+    /// Holds `bytes` while the body fits the buffer; streams them after.
+    fn feed(&mut self, bytes: &[u8]) {
+        if let Some(len) = self.whole {
+            let end = len.saturating_add(bytes.len());
+            match self.buf.get_mut(len..end) {
+                Some(dst) => {
+                    dst.copy_from_slice(bytes);
+                    self.whole = Some(end);
+                    return;
+                }
+                None => self.stream_held(),
+            }
+        }
+        self.body.feed(bytes, self.buf);
+    }
+
+    /// Streams what is held through the spilled-frame machinery.
+    fn stream_held(&mut self) {
+        if let Some(len) = self.whole.take() {
+            self.body.begin_held(self.buf, len);
+        }
     }
 
     /// The body ended: the reference's verdict on it.
@@ -202,7 +232,7 @@ impl<'b> RequestChecker<'b> {
         if let Bom::Matching(n) = self.bom {
             self.bom = Bom::Absent;
             let held = BOM.get(..usize::from(n)).unwrap_or_default();
-            self.body.feed(held, self.buf);
+            self.feed(held);
         }
     }
 
@@ -215,6 +245,29 @@ impl<'b> RequestChecker<'b> {
     }
 
     fn verdict(&mut self) -> Result<(), RequestError> {
+        if let Some(len) = self.whole {
+            let text = self.buf.get(..len).unwrap_or_default();
+            match json::validate(text, Limits::new()) {
+                Err(e) if !matches!(e.kind, JsonErrorKind::TooDeep { .. }) => {
+                    self.message = Some(V8Message::new(text, e));
+                    return Err(RequestError {
+                        kind: RequestErrorKind::Json(e),
+                        offset: self.offset(u64::from(e.offset)),
+                        path: MemberPath::root(),
+                    });
+                }
+                Ok(()) => {
+                    let shape = Shape::Object(tables::request(self.dialect));
+                    if schema::check(RawJson::trusted(text), &shape, SITE).is_ok() {
+                        return Ok(());
+                    }
+                }
+                Err(_) => {}
+            }
+            // Where it fails (or too deep for the one-shot validator): the
+            // streaming check says, with the path and offset.
+            self.stream_held();
+        }
         let capacity = saturate(self.buf.len());
         let (kind, at, path) = match self.body.request_end(self.buf) {
             RequestEnd::Json(e, message) => {
@@ -236,11 +289,7 @@ impl<'b> RequestChecker<'b> {
             ),
             RequestEnd::StandIn { stand_in, marks } => {
                 let shape = Shape::Object(tables::request(self.dialect));
-                let site = Site {
-                    object: SchemaObject::RunAgentInput,
-                    field: None,
-                };
-                match schema::check(RawJson::trusted(stand_in), &shape, site) {
+                match schema::check(RawJson::trusted(stand_in), &shape, SITE) {
                     Ok(_) => return Ok(()),
                     Err(fault) => locate(fault, marks, self.dialect),
                 }
@@ -253,6 +302,12 @@ impl<'b> RequestChecker<'b> {
         })
     }
 }
+
+/// The body's own site (a fault on it is the whole body's).
+const SITE: Site = Site {
+    object: SchemaObject::RunAgentInput,
+    field: None,
+};
 
 /// Where the stand-in's `fault` is in the body: at the first failing
 /// element, if the fault is in its top-level member; else at the

@@ -59,17 +59,7 @@ impl JsonState {
 impl SpillSink for JsonState {
     fn begin(&mut self, offset: u64, buf: &mut [u8], held: usize) -> bool {
         let mut s = Spilling::new(offset, self.dialect());
-        // The buffer's last bytes may hold the filter of an array read
-        // element by element: what the payload has there is read from a
-        // copy.
-        let split = held.min(buf.len().saturating_sub(FILTER));
-        let mut last = [0u8; FILTER];
-        let n = held.saturating_sub(split).min(FILTER);
-        if let (Some(dst), Some(src)) = (last.get_mut(..n), buf.get(split..held)) {
-            dst.copy_from_slice(src);
-        }
-        s.feed_held(buf, split);
-        s.feed(last.get(..n).unwrap_or_default(), buf);
+        s.begin_held(buf, held);
         *self = JsonState::Spilling(s);
         true
     }
@@ -226,6 +216,20 @@ impl Spilling<Marks> {
 }
 
 impl<R: Root> Spilling<R> {
+    /// Reads the payload's first `held` bytes, which are `buf`'s own: what
+    /// the buffer's last [`FILTER`] bytes hold is read from a copy (an
+    /// array read element by element may need them).
+    pub(crate) fn begin_held(&mut self, buf: &mut [u8], held: usize) {
+        let split = held.min(buf.len().saturating_sub(FILTER));
+        let mut last = [0u8; FILTER];
+        let n = held.saturating_sub(split).min(FILTER);
+        if let (Some(dst), Some(src)) = (last.get_mut(..n), buf.get(split..held)) {
+            dst.copy_from_slice(src);
+        }
+        self.feed_held(buf, split);
+        self.feed(last.get(..n).unwrap_or_default(), buf);
+    }
+
     /// The payload's first bytes, `buf[..held]` (clear of the buffer's
     /// last [`FILTER`] bytes).
     fn feed_held(&mut self, buf: &mut [u8], held: usize) {

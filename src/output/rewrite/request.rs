@@ -378,13 +378,29 @@ impl<'b> RequestRewriter<'b> {
     fn splice<W: Write + ?Sized>(&mut self, bytes: &[u8], out: &mut W) -> Result<(), Refusal> {
         // Bytes of `bytes` from `pass` on are passed through at once.
         let mut pass = 0usize;
-        for (i, &b) in bytes.iter().enumerate() {
-            crate::testing::count_work(1);
-            if self.splice.holding(b) {
-                if pass < i {
-                    self.emit(bytes.get(pass..i).unwrap_or_default(), out)?;
+        let mut i = 0usize;
+        while let Some(&b) = bytes.get(i) {
+            let s = &self.splice;
+            if s.in_string && !s.escape && !s.in_tools && !(s.want_name && s.depth == 1) {
+                // Inside a string outside `tools`: on to its next quote or
+                // backslash at once.
+                let rest = bytes.get(i..).unwrap_or_default();
+                let n = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
+                crate::testing::count_work(n.max(1));
+                if n > 0 {
+                    i = i.saturating_add(n);
+                    continue;
                 }
-                pass = i.saturating_add(1);
+            } else {
+                crate::testing::count_work(1);
+            }
+            i = i.saturating_add(1);
+            if self.splice.holding(b) {
+                let at = i.saturating_sub(1);
+                if pass < at {
+                    self.emit(bytes.get(pass..at).unwrap_or_default(), out)?;
+                }
+                pass = i;
                 match self.hold_byte(b)? {
                     Held::More => {}
                     Held::Element => self.decide(out)?,
