@@ -380,8 +380,7 @@ impl<'b> RequestRewriter<'b> {
         let mut pass = 0usize;
         let mut i = 0usize;
         while let Some(&b) = bytes.get(i) {
-            let s = &self.splice;
-            if s.in_string && !s.escape && !s.in_tools && !(s.want_name && s.depth == 1) {
+            if self.splice.skimming() {
                 // Inside a string outside `tools`: on to its next quote or
                 // backslash at once.
                 let rest = bytes.get(i..).unwrap_or_default();
@@ -515,6 +514,14 @@ enum Held {
 }
 
 impl Splice {
+    /// Inside a string that is neither in `tools` nor a top-level
+    /// member's name, past any escape: its bytes need no look.
+    fn skimming(&self) -> bool {
+        let name = self.want_name && self.depth == 1;
+        let looked_at = self.escape || self.in_tools || name;
+        self.in_string && !looked_at
+    }
+
     /// `b` is inside the `tools` array (its `]` is not).
     fn holding(&self, b: u8) -> bool {
         self.in_tools && !(!self.in_string && self.depth == 2 && b == b']')
