@@ -13,6 +13,8 @@
 #                                  generator inputs (fixed pseudo-random bytes)
 #   decode, encode, differential   one seed per frame: its data payload
 #   json_resume                    the same, behind one byte that picks the splits
+#   request                        each request body (tests/corpus/requests), behind
+#                                  one byte (dialect, a denied tool, buffer, splits)
 #
 # Upstream JSON files (arrays of events, scenario → events maps, the
 # null-omission fixture) become one payload per event and one stream per
@@ -99,7 +101,10 @@ def events_in(doc):
             if isinstance(v, list) and v and all(isinstance(e, dict) and "type" in e for e in v):
                 yield v
 
-def add_json(raw):
+def add_json(raw, request=False):
+    if request and len(raw) <= PAYLOAD_MAX:
+        for flags in (0x00, 0x07, 0x5a):
+            seed("request", bytes([flags]) + raw)
     seed("differential", raw)
     try:
         doc = json.loads(raw.decode("utf-8-sig"))
@@ -119,7 +124,7 @@ for src in sources:
             if name.endswith(".sse"):
                 add_stream(raw)
             elif name.endswith(".json"):
-                add_json(raw)
+                add_json(raw, os.path.basename(dirpath) == "requests")
             elif name == "sse_streams.txt":  # dart: "## heading" sections
                 for section in re.split(rb"(?m)^## [^\n]*\n", raw):
                     if section.strip():
@@ -134,7 +139,7 @@ for i in range(64):
     drive = b"".join(hashlib.sha256(b"buffers/%d/%d" % (i, k)).digest() for k in range(n // 32))
     seed("buffers", bytes([0x00, i % 8]) + drive)
 
-for t in ("pipeline", "rewrite", "buffers", "decode", "encode", "differential", "json_resume"):
+for t in ("pipeline", "rewrite", "buffers", "decode", "encode", "differential", "json_resume", "request"):
     os.makedirs(os.path.join(out_root, t), exist_ok=True)
     total = len(os.listdir(os.path.join(out_root, t)))
     print(f"seed.sh: {t}: {counts.get(t, 0)} new seeds, {total} in fuzz/corpus/{t}")
