@@ -205,14 +205,10 @@ fn the_rewriter_does_not_allocate() {
 #[test]
 fn the_request_checker_does_not_allocate() {
     use agui_stream::RequestChecker;
-    let dir = support::corpus_dir().join("requests");
-    let mut bodies: Vec<Vec<u8>> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .map(|p| support::read(&p))
+    let bodies: Vec<Vec<u8>> = support::request_bodies()
+        .into_iter()
+        .map(|(_, b)| b)
         .collect();
-    bodies.sort();
     let mut buf = vec![0u8; 1 << 20];
     let (mut valid, mut invalid) = (0, 0);
     let (mut hold, mut out) = (vec![0u8; 1 << 16], vec![0u8; 1 << 20]);

@@ -7,24 +7,6 @@ mod support;
 use agui_stream::rewrite::{Refusal, RequestRewriter};
 use agui_stream::{Dialect, RequestErrorKind};
 
-fn bodies() -> Vec<(String, Vec<u8>)> {
-    let dir = support::corpus_dir().join("requests");
-    let mut out: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| {
-            let path = e.ok()?.path();
-            let name = path
-                .file_name()?
-                .to_str()?
-                .strip_suffix(".json")?
-                .to_owned();
-            Some((name, support::read(&path)))
-        })
-        .collect();
-    out.sort();
-    out
-}
-
 /// What goes upstream of `body` in `piece`-byte pieces, and the verdict.
 fn run(
     body: &[u8],
@@ -55,21 +37,13 @@ fn run(
 
 /// The reference's stage for `name` in `dialect` (`None`: valid).
 fn stage(name: &str, dialect: Dialect) -> Option<String> {
-    let suffix = if dialect == Dialect::V1 {
-        "expected"
-    } else {
-        "expected-0.0.59"
-    };
-    let path = support::corpus_dir().join(format!("requests/{name}.{suffix}"));
-    let text = std::fs::read_to_string(path).unwrap();
-    let v: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
-    v["stage"].as_str().map(str::to_owned)
+    support::request_answer(name, dialect).0
 }
 
 #[test]
 fn valid_bodies_go_upstream_byte_for_byte_and_refused_ones_never_whole() {
     let mut refused = 0;
-    for (name, body) in bodies() {
+    for (name, body) in support::request_bodies() {
         for dialect in [Dialect::V1, Dialect::V0] {
             let want = stage(&name, dialect);
             for piece in [1, 7, 1460, body.len()] {
@@ -125,7 +99,7 @@ fn without(body: &[u8], deny: &[&str]) -> serde_json::Value {
 #[test]
 fn denied_tools_leave_the_request_and_nothing_else_changes() {
     let mut removed_total = 0;
-    for (name, body) in bodies() {
+    for (name, body) in support::request_bodies() {
         let Ok(v) = serde_json::from_slice::<serde_json::Value>(&body) else {
             continue;
         };
@@ -215,7 +189,7 @@ fn only_the_entry_and_one_comma_go() {
 
 #[test]
 fn limits_are_413() {
-    let (_, body) = bodies()
+    let (_, body) = support::request_bodies()
         .into_iter()
         .find(|(n, _)| n == "valid-large-tool-result-100kb")
         .unwrap();

@@ -4,52 +4,7 @@
 
 mod support;
 
-use std::path::PathBuf;
-
 use agui_stream::{Capacity, Dialect, RequestChecker, RequestErrorKind};
-
-fn requests_dir() -> PathBuf {
-    support::corpus_dir().join("requests")
-}
-
-/// The bodies, by name.
-fn bodies() -> Vec<(String, Vec<u8>)> {
-    let mut out: Vec<_> = std::fs::read_dir(requests_dir())
-        .expect("tests/corpus/requests")
-        .filter_map(|e| {
-            let path = e.ok()?.path();
-            let name = path
-                .file_name()?
-                .to_str()?
-                .strip_suffix(".json")?
-                .to_owned();
-            Some((name, support::read(&path)))
-        })
-        .collect();
-    out.sort();
-    assert!(out.len() >= 199, "{} bodies", out.len());
-    out
-}
-
-/// The reference's result line for `name`: its stage (`None`: ok) and
-/// message.
-fn expected(name: &str, dialect: Dialect) -> (Option<String>, String) {
-    let suffix = match dialect {
-        Dialect::V1 => "expected",
-        Dialect::V0 => "expected-0.0.59",
-    };
-    let text = std::fs::read_to_string(requests_dir().join(format!("{name}.{suffix}")))
-        .expect("the oracle's answer");
-    let last = text.lines().last().expect("a result line");
-    let v: serde_json::Value = serde_json::from_str(last).expect("a JSON result line");
-    match v["result"].as_str() {
-        Some("ok") => (None, String::new()),
-        _ => (
-            v["stage"].as_str().map(str::to_owned),
-            v["message"].as_str().unwrap_or_default().to_owned(),
-        ),
-    }
-}
 
 /// Bodies the checker answers with a capacity error where the reference
 /// gives a verdict (README, "Deviations"): nesting past 1,024 levels.
@@ -95,9 +50,9 @@ fn check(
 #[test]
 fn every_body_gets_the_reference_verdict() {
     let mut failures = Vec::new();
-    for (name, body) in bodies() {
+    for (name, body) in support::request_bodies() {
         for dialect in [Dialect::V1, Dialect::V0] {
-            let (stage, message) = expected(&name, dialect);
+            let (stage, message) = support::request_answer(&name, dialect);
             for (buffer, piece) in [
                 (1 << 24, body.len()),
                 (1 << 24, 1460),

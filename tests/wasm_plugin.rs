@@ -588,13 +588,7 @@ fn request_native(
 fn requests_are_checked_through_the_abi_as_natively() {
     let wasm = std::fs::read(module_path()).expect("the module");
     let mut plugin = Plugin::new(&wasm);
-    let dir = common::corpus_dir().join("requests");
-    let mut bodies: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    bodies.sort();
+    let bodies = common::request_bodies();
     let (mut passed, mut refused) = (0, 0);
     for (dialect, deny) in [
         (Dialect::V1, None),
@@ -607,12 +601,11 @@ fn requests_are_checked_through_the_abi_as_natively() {
             _ => "{}".to_owned(),
         };
         assert_eq!(plugin.init(&config), 0);
-        for path in &bodies {
-            let body = common::read(path);
-            let name = path.file_name().unwrap().to_string_lossy();
+        for (name, body) in &bodies {
+            let body = body.as_slice();
             for piece in [7, 16 * 1024] {
-                let got = request_through_module(&mut plugin, &body, piece);
-                let want = request_native(&body, piece, dialect, deny);
+                let got = request_through_module(&mut plugin, body, piece);
+                let want = request_native(body, piece, dialect, deny);
                 assert_eq!(got.1, want.1, "{name} {dialect:?} {deny:?}: code");
                 assert_eq!(got.0, want.0, "{name}: upstream bytes");
                 if got.1 == 0 {

@@ -44,12 +44,51 @@ pub fn real_dir() -> PathBuf {
     corpus_dir().join("real")
 }
 
+/// The request bodies of `tests/corpus/requests`, by name, sorted.
+pub fn request_bodies() -> Vec<(String, Vec<u8>)> {
+    let dir = corpus_dir().join("requests");
+    let mut out: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        .filter_map(|e| {
+            let path = e.ok()?.path();
+            let name = path
+                .file_name()?
+                .to_str()?
+                .strip_suffix(".json")?
+                .to_owned();
+            Some((name, read(&path)))
+        })
+        .collect();
+    out.sort();
+    assert!(out.len() >= 199, "{} request bodies", out.len());
+    out
+}
+
+/// The reference's answer to request body `name` in `dialect`: its stage
+/// (`None`: valid) and message (`NAME.expected`, `NAME.expected-0.0.59`).
+pub fn request_answer(name: &str, dialect: Dialect) -> (Option<String>, String) {
+    let suffix = match dialect {
+        Dialect::V1 => "expected",
+        Dialect::V0 => "expected-0.0.59",
+    };
+    let path = corpus_dir().join(format!("requests/{name}.{suffix}"));
+    let text = String::from_utf8(read(&path)).expect("an answer is UTF-8");
+    let last = text.lines().last().expect("a result line");
+    let v: serde_json::Value = serde_json::from_str(last).expect("a JSON result line");
+    match v["result"].as_str() {
+        Some("ok") => (None, String::new()),
+        _ => (
+            v["stage"].as_str().map(str::to_owned),
+            v["message"].as_str().unwrap_or_default().to_owned(),
+        ),
+    }
+}
+
 /// Reads a file, with its path in the panic message.
 pub fn read(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
 
-/// The `.sse` files of a directory, sorted by name.
 /// A run's first and last events, for streams built by hand.
 pub const RUN_STARTED: &str = r#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#;
 pub const RUN_FINISHED: &str = r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r"}"#;
@@ -86,6 +125,7 @@ pub fn end(id: &str) -> String {
     format!(r#"{{"type":"TEXT_MESSAGE_END","messageId":"{id}"}}"#)
 }
 
+/// The `.sse` files of a directory, sorted by name.
 pub fn sse_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
