@@ -32,6 +32,8 @@ LAYERS = [
     # The rewriter is output (src/output/rewrite/; a top-level `rewrite`
     # module, as it once was, would count as output too).
     ("output", ["output", "rewrite"]),
+    # The generator for fuzzers writes streams; it may use every stage.
+    ("generator", ["generator"]),
 ]
 RANK = {m: i for i, (_, mods) in enumerate(LAYERS) for m in mods}
 NAME = [name for name, _ in LAYERS]

@@ -58,6 +58,8 @@ extern crate std;
 // `pipeline`, `output` (with the rewriter).
 mod capacity;
 mod check;
+#[cfg(feature = "generator")]
+pub mod generator;
 mod input;
 mod output;
 mod pipeline;

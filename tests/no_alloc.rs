@@ -261,3 +261,27 @@ fn the_request_checker_does_not_allocate() {
     );
     assert!(removed > 10, "{removed} tools removed");
 }
+
+/// The stream generator for fuzzers writes into the caller's buffer and
+/// allocates nothing.
+#[cfg(feature = "generator")]
+#[test]
+fn the_generator_does_not_allocate() {
+    let inputs: Vec<Vec<u8>> = (0..256u32)
+        .map(|seed| {
+            (0..2048u32)
+                .map(|i| (i.wrapping_mul(2_654_435_761) ^ seed.wrapping_mul(40_503)) as u8)
+                .collect()
+        })
+        .collect();
+    let mut out = vec![0u8; 64 << 10];
+    let mut total = 0;
+    COUNTING.with(|c| c.set(true));
+    for input in &inputs {
+        total += agui_stream::generator::generate(input, &mut out).len;
+    }
+    COUNTING.with(|c| c.set(false));
+    let allocations = ALLOCATIONS.load(Ordering::SeqCst);
+    assert_eq!(allocations, 0, "{allocations} allocations");
+    assert!(total > 256 * 1000, "{total} bytes generated");
+}

@@ -1,0 +1,696 @@
+//! A generator of AG-UI streams for fuzzers (feature `generator`): the fuzzer's
+//! bytes drive it, and what it writes is a valid stream by construction,
+//! in either dialect — a run's lifecycle with interleaved text messages,
+//! tool calls and their argument JSON, steps, state and JSON Patches,
+//! reasoning (V1) or thinking (V0), custom and raw events, several runs.
+//! Byte mutation almost never gets that deep.
+//!
+//! As in wasm-smith, a configuration is drawn first ([`GenConfig`]: which
+//! event families are on, and maximums only — swarm testing); then each
+//! step chooses among the events legal now, given what is open. When the
+//! bytes, the event budget or the output buffer run out, everything open
+//! is closed and the run finished: every prefix of the input gives a
+//! complete valid stream. The generator allocates nothing: it writes into
+//! the caller's buffer.
+//!
+//! ```
+//! use agui_stream::{Config, Event, FrameInfo, Pipeline, generator};
+//! let mut out = [0u8; 8192];
+//! let input = [7u8, 200, 13, 99, 1, 2, 3, 250, 17, 4, 5, 6, 7, 8, 9, 10];
+//! let g = generator::generate(&input, &mut out);
+//! let mut buf = [0u8; 4096];
+//! let mut p = Pipeline::new(&mut buf, Config::new().dialect(g.dialect));
+//! let mut sink = |_: &Event<'_>, _: &FrameInfo| {};
+//! p.push(&out[..g.len], &mut sink).unwrap();
+//! let summary = p.finish(&mut sink).unwrap();
+//! assert!(summary.is_complete());
+//! ```
+
+mod cursor;
+mod write;
+
+pub use cursor::Cursor;
+
+use crate::protocol::dialect::Dialect;
+use write::Out;
+
+/// Which event families a stream may have, and its maximums (drawn from
+/// the input first, as wasm-smith's `Config`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct GenConfig {
+    /// The dialect the stream is valid in.
+    pub dialect: Dialect,
+    /// Text messages (START, CONTENT, END).
+    pub text: bool,
+    /// Tool calls (START, ARGS, END) and their results.
+    pub tools: bool,
+    /// Steps.
+    pub steps: bool,
+    /// State snapshots and JSON Patch deltas.
+    pub state: bool,
+    /// Reasoning (V1: `REASONING_*`) or thinking (V0: `THINKING_*`).
+    pub reasoning: bool,
+    /// `CUSTOM` and `RAW` events.
+    pub custom: bool,
+    /// More than one run.
+    pub runs: bool,
+    /// Most events in the stream (the closing ones come on top).
+    pub max_events: u32,
+    /// Most characters in a delta.
+    pub max_delta: u32,
+    /// Most entities of one kind open at once.
+    pub max_open: u32,
+}
+
+impl GenConfig {
+    /// A configuration drawn from `c`.
+    pub fn draw(c: &mut Cursor<'_>) -> Self {
+        let dialect = if c.bool() { Dialect::V0 } else { Dialect::V1 };
+        let families = c.int_in_range(0, 127);
+        let bit = |i: u32| families & (1 << i) != 0;
+        GenConfig {
+            dialect,
+            text: !bit(0),
+            tools: !bit(1),
+            steps: bit(2),
+            state: bit(3),
+            reasoning: bit(4),
+            custom: bit(5),
+            runs: bit(6),
+            max_events: c.int_in_range(1, 200),
+            max_delta: c.int_in_range(1, 48),
+            max_open: c.int_in_range(1, MAX_OPEN as u32),
+        }
+        .sanitized()
+    }
+
+    /// The same, narrowed to what the limits allow.
+    pub fn sanitized(mut self) -> Self {
+        self.max_open = self.max_open.clamp(1, MAX_OPEN as u32);
+        self.max_delta = self.max_delta.clamp(1, MAX_DELTA as u32);
+        self
+    }
+}
+
+/// Most entities of one kind open at once (the pipeline holds more).
+pub const MAX_OPEN: usize = 4;
+/// Most characters in a generated delta.
+pub const MAX_DELTA: usize = 48;
+
+/// What [`generate`] wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Generated {
+    /// Bytes written to the output.
+    pub len: usize,
+    /// The dialect the stream is valid in.
+    pub dialect: Dialect,
+    /// The configuration drawn.
+    pub config: GenConfig,
+    /// Events written.
+    pub events: u32,
+}
+
+/// Writes into `out` the stream `input` drives: valid in
+/// [`Generated::dialect`], complete (its last run finished). An output
+/// buffer under 512 bytes may hold only part of a run: it holds nothing
+/// then (`len` 0).
+pub fn generate(input: &[u8], out: &mut [u8]) -> Generated {
+    let mut c = Cursor::new(input);
+    let config = GenConfig::draw(&mut c);
+    let mut g = Generator::new(config, Out::new(out));
+    g.run(&mut c);
+    Generated {
+        len: g.out.len(),
+        dialect: config.dialect,
+        config,
+        events: g.events,
+    }
+}
+
+/// Ids of one kind open at once.
+#[derive(Clone, Copy, Debug)]
+struct Open {
+    ids: [u32; MAX_OPEN],
+    len: usize,
+}
+
+impl Open {
+    const fn new() -> Self {
+        Open {
+            ids: [0; MAX_OPEN],
+            len: 0,
+        }
+    }
+
+    fn as_slice(&self) -> &[u32] {
+        self.ids.get(..self.len).unwrap_or_default()
+    }
+
+    fn push(&mut self, id: u32) {
+        if let Some(slot) = self.ids.get_mut(self.len) {
+            *slot = id;
+            self.len = self.len.saturating_add(1);
+        }
+    }
+
+    /// Removes the `i`th; its id.
+    fn remove(&mut self, i: usize) -> Option<u32> {
+        let id = *self.as_slice().get(i)?;
+        let len = self.len;
+        self.ids.copy_within(i.saturating_add(1)..len, i);
+        self.len = len.saturating_sub(1);
+        Some(id)
+    }
+}
+
+/// A tool call open: its id, and its arguments sent so far.
+#[derive(Clone, Copy, Debug)]
+struct Call {
+    id: u32,
+    /// How much of the argument text ([`args`]) went out.
+    sent: usize,
+    seed: u32,
+}
+
+/// What a step can do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Action {
+    TextStart,
+    TextContent,
+    TextEnd,
+    ToolStart,
+    ToolArgs,
+    ToolEnd,
+    StepStart,
+    StepEnd,
+    Snapshot,
+    Delta,
+    ReasoningStart,
+    ReasoningMessageStart,
+    ReasoningContent,
+    ReasoningMessageEnd,
+    ReasoningEnd,
+    Custom,
+    Raw,
+    RunEnd,
+}
+
+/// The most bytes one generated event takes (a 48-character delta of
+/// 6-byte escapes, ids, names).
+const EVENT_MAX: usize = 512;
+
+struct Generator<'b> {
+    config: GenConfig,
+    out: Out<'b>,
+    events: u32,
+    /// Counter for fresh ids.
+    next: u32,
+    run: Option<u32>,
+    runs: u32,
+    texts: Open,
+    calls: [Call; MAX_OPEN],
+    ncalls: usize,
+    steps: Open,
+    /// A state baseline exists (a snapshot), and its keys so far.
+    baseline: bool,
+    keys: u32,
+    /// V1: a reasoning span and its message; V0: a thinking step and its
+    /// message.
+    span: Option<u32>,
+    span_message: Option<u32>,
+}
+
+impl<'b> Generator<'b> {
+    fn new(config: GenConfig, out: Out<'b>) -> Self {
+        Generator {
+            config,
+            out,
+            events: 0,
+            next: 0,
+            run: None,
+            runs: 0,
+            texts: Open::new(),
+            calls: [Call {
+                id: 0,
+                sent: 0,
+                seed: 0,
+            }; MAX_OPEN],
+            ncalls: 0,
+            steps: Open::new(),
+            baseline: false,
+            keys: 0,
+            span: None,
+            span_message: None,
+        }
+    }
+
+    fn fresh(&mut self) -> u32 {
+        self.next = self.next.saturating_add(1);
+        self.next
+    }
+
+    /// Bytes to keep free to close what is open and finish the run.
+    fn reserve(&self) -> usize {
+        let open = self
+            .texts
+            .len
+            .saturating_add(self.ncalls)
+            .saturating_add(self.steps.len)
+            .saturating_add(4);
+        // A call still owes the rest of its arguments (one ARGS) and END.
+        open.saturating_add(self.ncalls).saturating_mul(EVENT_MAX)
+    }
+
+    fn room(&self) -> bool {
+        self.out.room() >= self.reserve().saturating_add(EVENT_MAX)
+    }
+
+    fn run(&mut self, c: &mut Cursor<'_>) {
+        if self.out.room() < self.reserve().saturating_add(EVENT_MAX) {
+            return;
+        }
+        self.run_started();
+        while !c.is_empty() && self.events < self.config.max_events && self.room() {
+            let mut legal = [Action::RunEnd; 18];
+            let n = self.legal(&mut legal);
+            let Some(&action) = legal.get(c.index(n)) else {
+                break;
+            };
+            if action == Action::RunEnd {
+                if self.config.runs && self.room() {
+                    self.close_all();
+                    self.run_started();
+                    continue;
+                }
+                break;
+            }
+            self.act(action, c);
+        }
+        self.close_all();
+    }
+
+    /// The actions legal now, into `into`; how many.
+    fn legal(&self, into: &mut [Action; 18]) -> usize {
+        let cfg = &self.config;
+        let can_open = |n: usize| n < cfg.max_open as usize;
+        let v1 = cfg.dialect == Dialect::V1;
+        let candidates = [
+            (Action::TextStart, cfg.text && can_open(self.texts.len)),
+            (Action::TextContent, self.texts.len > 0),
+            (Action::TextEnd, self.texts.len > 0),
+            (Action::ToolStart, cfg.tools && can_open(self.ncalls)),
+            (Action::ToolArgs, self.ncalls > 0),
+            (Action::ToolEnd, self.ncalls > 0),
+            (Action::StepStart, cfg.steps && can_open(self.steps.len)),
+            (Action::StepEnd, self.steps.len > 0),
+            (Action::Snapshot, cfg.state),
+            (Action::Delta, cfg.state && self.baseline),
+            (Action::ReasoningStart, cfg.reasoning && self.span.is_none()),
+            (
+                Action::ReasoningMessageStart,
+                self.span.is_some() && self.span_message.is_none(),
+            ),
+            (Action::ReasoningContent, self.span_message.is_some()),
+            (Action::ReasoningMessageEnd, self.span_message.is_some()),
+            (
+                Action::ReasoningEnd,
+                self.span.is_some() && (v1 || self.span_message.is_none()),
+            ),
+            (Action::Custom, cfg.custom),
+            (Action::Raw, cfg.custom),
+            (Action::RunEnd, true),
+        ];
+        let mut n = 0usize;
+        for (action, ok) in candidates {
+            if ok && let Some(slot) = into.get_mut(n) {
+                *slot = action;
+                n = n.saturating_add(1);
+            }
+        }
+        n
+    }
+
+    fn act(&mut self, action: Action, c: &mut Cursor<'_>) {
+        let v1 = self.config.dialect == Dialect::V1;
+        match action {
+            Action::TextStart => {
+                let id = self.fresh();
+                self.texts.push(id);
+                self.event(|o| {
+                    o.head("TEXT_MESSAGE_START");
+                    o.id("messageId", 'm', id);
+                    o.raw(br#","role":"assistant"}"#);
+                });
+            }
+            Action::TextContent => {
+                let i = c.index(self.texts.len);
+                let id = self.texts.as_slice().get(i).copied().unwrap_or(0);
+                let max = self.config.max_delta;
+                self.event(|o| {
+                    o.head("TEXT_MESSAGE_CONTENT");
+                    o.id("messageId", 'm', id);
+                    o.delta(c, max);
+                    o.raw(b"}");
+                });
+            }
+            Action::TextEnd => {
+                let i = c.index(self.texts.len);
+                if let Some(id) = self.texts.remove(i) {
+                    self.text_end(id);
+                }
+            }
+            Action::ToolStart => {
+                let id = self.fresh();
+                let seed = c.int_in_range(0, 255);
+                if let Some(slot) = self.calls.get_mut(self.ncalls) {
+                    *slot = Call { id, sent: 0, seed };
+                    self.ncalls = self.ncalls.saturating_add(1);
+                }
+                // A parent message, when one is open.
+                let parent = match self.texts.len {
+                    0 => None,
+                    n => self.texts.as_slice().get(c.index(n)).copied(),
+                };
+                self.event(|o| {
+                    o.head("TOOL_CALL_START");
+                    o.id("toolCallId", 'c', id);
+                    o.raw(br#","toolCallName":"#);
+                    o.string(tool_name(seed));
+                    if let Some(p) = parent {
+                        o.id("parentMessageId", 'm', p);
+                    }
+                    o.raw(b"}");
+                });
+            }
+            Action::ToolArgs => {
+                let i = c.index(self.ncalls);
+                let piece = c.int_in_range(1, 24) as usize;
+                self.tool_args(i, piece);
+            }
+            Action::ToolEnd => {
+                let i = c.index(self.ncalls);
+                let result = c.bool();
+                self.tool_end(i, result, c);
+            }
+            Action::StepStart => {
+                let id = self.fresh();
+                self.steps.push(id);
+                self.event(|o| {
+                    o.head("STEP_STARTED");
+                    o.id("stepName", 's', id);
+                    o.raw(b"}");
+                });
+            }
+            Action::StepEnd => {
+                let i = c.index(self.steps.len);
+                if let Some(id) = self.steps.remove(i) {
+                    self.step_end(id);
+                }
+            }
+            Action::Snapshot => {
+                let n = c.int_in_range(0, 3);
+                self.baseline = true;
+                self.keys = n;
+                self.event(|o| {
+                    o.head("STATE_SNAPSHOT");
+                    o.raw(br#","snapshot":{"#);
+                    for k in 0..n {
+                        if k > 0 {
+                            o.raw(b",");
+                        }
+                        o.raw(b"\"k");
+                        o.number(k);
+                        o.raw(b"\":");
+                        o.number(k.saturating_mul(7));
+                    }
+                    o.raw(b"}}");
+                });
+            }
+            Action::Delta => {
+                let key = self.keys;
+                self.keys = self.keys.saturating_add(1);
+                let value = c.int_in_range(0, 1000);
+                self.event(|o| {
+                    o.head("STATE_DELTA");
+                    o.raw(br#","delta":[{"op":"add","path":"/k"#);
+                    o.number(key);
+                    o.raw(br#"","value":"#);
+                    o.number(value);
+                    o.raw(b"}]}");
+                });
+            }
+            Action::ReasoningStart => {
+                let id = self.fresh();
+                self.span = Some(id);
+                self.event(|o| {
+                    if v1 {
+                        o.head("REASONING_START");
+                        o.id("messageId", 'r', id);
+                    } else {
+                        o.head("THINKING_START");
+                    }
+                    o.raw(b"}");
+                });
+            }
+            Action::ReasoningMessageStart => {
+                let id = self.fresh();
+                self.span_message = Some(id);
+                self.event(|o| {
+                    if v1 {
+                        o.head("REASONING_MESSAGE_START");
+                        o.id("messageId", 'q', id);
+                        o.raw(br#","role":"reasoning""#);
+                    } else {
+                        o.head("THINKING_TEXT_MESSAGE_START");
+                    }
+                    o.raw(b"}");
+                });
+            }
+            Action::ReasoningContent => {
+                let id = self.span_message.unwrap_or(0);
+                let max = self.config.max_delta;
+                self.event(|o| {
+                    if v1 {
+                        o.head("REASONING_MESSAGE_CONTENT");
+                        o.id("messageId", 'q', id);
+                    } else {
+                        o.head("THINKING_TEXT_MESSAGE_CONTENT");
+                    }
+                    o.delta(c, max);
+                    o.raw(b"}");
+                });
+            }
+            Action::ReasoningMessageEnd => self.reasoning_message_end(),
+            Action::ReasoningEnd => self.reasoning_end(),
+            Action::Custom => {
+                let value = c.int_in_range(0, 99);
+                self.event(|o| {
+                    o.head("CUSTOM");
+                    o.raw(br#","name":"gen","value":{"n":"#);
+                    o.number(value);
+                    o.raw(b"}}");
+                });
+            }
+            Action::Raw => {
+                let value = c.int_in_range(0, 99);
+                self.event(|o| {
+                    o.head("RAW");
+                    o.raw(br#","event":{"kind":"raw","n":"#);
+                    o.number(value);
+                    o.raw(b"}}");
+                });
+            }
+            Action::RunEnd => {}
+        }
+    }
+
+    /// Writes one event frame: what `body` writes between `data: ` and the
+    /// blank line (the event's JSON), all or nothing.
+    fn event(&mut self, body: impl FnOnce(&mut Out<'b>)) {
+        let mark = self.out.len();
+        self.out.raw(b"data: ");
+        body(&mut self.out);
+        self.out.raw(b"\n\n");
+        if self.out.failed() {
+            self.out.reset(mark);
+        } else {
+            self.events = self.events.saturating_add(1);
+        }
+    }
+
+    fn run_started(&mut self) {
+        self.runs = self.runs.saturating_add(1);
+        let run = self.runs;
+        self.run = Some(run);
+        self.event(|o| {
+            o.head("RUN_STARTED");
+            o.raw(br#","threadId":"t1""#);
+            o.id("runId", 'u', run);
+            o.raw(b"}");
+        });
+    }
+
+    fn text_end(&mut self, id: u32) {
+        self.event(|o| {
+            o.head("TEXT_MESSAGE_END");
+            o.id("messageId", 'm', id);
+            o.raw(b"}");
+        });
+    }
+
+    fn step_end(&mut self, id: u32) {
+        self.event(|o| {
+            o.head("STEP_FINISHED");
+            o.id("stepName", 's', id);
+            o.raw(b"}");
+        });
+    }
+
+    /// The next `piece` bytes of call `i`'s arguments.
+    fn tool_args(&mut self, i: usize, piece: usize) {
+        let Some(call) = self.calls.get(i).copied() else {
+            return;
+        };
+        let mut text = [0u8; ARGS];
+        let len = args(call.seed, &mut text);
+        let end = call.sent.saturating_add(piece).min(len);
+        let Some(delta) = text.get(call.sent..end).filter(|d| !d.is_empty()) else {
+            return;
+        };
+        self.event(|o| {
+            o.head("TOOL_CALL_ARGS");
+            o.id("toolCallId", 'c', call.id);
+            o.raw(br#","delta":"#);
+            o.ascii_string(delta);
+            o.raw(b"}");
+        });
+        if let Some(slot) = self.calls.get_mut(i) {
+            slot.sent = end;
+        }
+    }
+
+    /// Sends the rest of call `i`'s arguments, ends it and, if `result`,
+    /// gives its result.
+    fn tool_end(&mut self, i: usize, result: bool, c: &mut Cursor<'_>) {
+        let Some(call) = self
+            .calls
+            .get(..self.ncalls)
+            .and_then(|c| c.get(i))
+            .copied()
+        else {
+            return;
+        };
+        self.tool_args(i, ARGS);
+        self.event(|o| {
+            o.head("TOOL_CALL_END");
+            o.id("toolCallId", 'c', call.id);
+            o.raw(b"}");
+        });
+        let len = self.ncalls;
+        self.calls.copy_within(i.saturating_add(1)..len, i);
+        self.ncalls = len.saturating_sub(1);
+        if result {
+            let id = self.fresh();
+            let max = self.config.max_delta;
+            self.event(|o| {
+                o.head("TOOL_CALL_RESULT");
+                o.id("messageId", 'x', id);
+                o.id("toolCallId", 'c', call.id);
+                o.raw(br#","content":"#);
+                o.text(c, max);
+                o.raw(b"}");
+            });
+        }
+    }
+
+    fn reasoning_message_end(&mut self) {
+        let Some(id) = self.span_message.take() else {
+            return;
+        };
+        let v1 = self.config.dialect == Dialect::V1;
+        self.event(|o| {
+            if v1 {
+                o.head("REASONING_MESSAGE_END");
+                o.id("messageId", 'q', id);
+            } else {
+                o.head("THINKING_TEXT_MESSAGE_END");
+            }
+            o.raw(b"}");
+        });
+    }
+
+    fn reasoning_end(&mut self) {
+        if self.config.dialect == Dialect::V0 {
+            self.reasoning_message_end();
+        }
+        let Some(id) = self.span.take() else {
+            return;
+        };
+        let v1 = self.config.dialect == Dialect::V1;
+        self.event(|o| {
+            if v1 {
+                o.head("REASONING_END");
+                o.id("messageId", 'r', id);
+            } else {
+                o.head("THINKING_END");
+            }
+            o.raw(b"}");
+        });
+    }
+
+    /// Closes everything open and finishes the run.
+    fn close_all(&mut self) {
+        let Some(run) = self.run.take() else {
+            return;
+        };
+        let mut empty = Cursor::new(&[]);
+        while self.ncalls > 0 {
+            self.tool_end(0, false, &mut empty);
+        }
+        while let Some(id) = self.texts.remove(0) {
+            self.text_end(id);
+        }
+        while let Some(id) = self.steps.remove(0) {
+            self.step_end(id);
+        }
+        self.reasoning_message_end();
+        self.reasoning_end();
+        self.event(|o| {
+            o.head("RUN_FINISHED");
+            o.raw(br#","threadId":"t1""#);
+            o.id("runId", 'u', run);
+            o.raw(b"}");
+        });
+        self.baseline = false;
+    }
+}
+
+/// Tool names the calls take.
+const TOOL_NAMES: [&str; 4] = ["search", "get_weather", "read_file", "calc"];
+
+/// The name of the tool a call with `seed` calls.
+fn tool_name(seed: u32) -> &'static str {
+    let i = (seed as usize).checked_rem(TOOL_NAMES.len()).unwrap_or(0);
+    TOOL_NAMES.get(i).copied().unwrap_or("f")
+}
+
+/// Bytes of a call's argument text at most.
+const ARGS: usize = 96;
+
+/// A call's argument text (one JSON object, ASCII), from its seed.
+fn args(seed: u32, into: &mut [u8; ARGS]) -> usize {
+    let mut o = write::Out::new(into);
+    o.raw(br#"{"q":"item "#);
+    o.number(seed);
+    o.raw(br#"","n":"#);
+    o.number(seed.wrapping_mul(31).checked_rem(1000).unwrap_or(0));
+    if seed & 1 == 1 {
+        o.raw(br#","tags":["a","b"]"#);
+    }
+    o.raw(b"}");
+    o.len()
+}
+
+#[cfg(test)]
+mod tests;
