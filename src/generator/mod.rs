@@ -13,6 +13,12 @@
 //! complete valid stream. The generator allocates nothing: it writes into
 //! the caller's buffer.
 //!
+//! With [`generate_invalid`], the input may also choose **one violation**,
+//! injected after a valid prefix (which rule, and where), and the verdict
+//! the reference gives is recorded beside the stream ([`Expected`]), as
+//! wasmtime records `KnownValid`: the frame, the stage and, for a
+//! lifecycle rule, the [`Rule`].
+//!
 //! ```
 //! use agui_stream::{Config, Event, FrameInfo, Pipeline, generator};
 //! let mut out = [0u8; 8192];
@@ -31,6 +37,8 @@ mod write;
 
 pub use cursor::Cursor;
 
+use crate::check::verify::{Entity, Rule};
+use crate::pipeline::error::Stage;
 use crate::protocol::dialect::Dialect;
 use write::Out;
 
@@ -98,6 +106,24 @@ pub const MAX_OPEN: usize = 4;
 /// Most characters in a generated delta.
 pub const MAX_DELTA: usize = 48;
 
+/// The verdict a generated stream must get.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Expected {
+    /// Valid, its last run finished.
+    Valid,
+    /// The frame at this index (from 0) breaks a rule of this stage
+    /// (`rule`: the lifecycle rule, for [`Stage::Verify`]).
+    Violation {
+        /// The frame's index.
+        frame: u64,
+        /// The stage that rejects it.
+        stage: Stage,
+        /// The lifecycle rule it breaks.
+        rule: Option<Rule>,
+    },
+}
+
 /// What [`generate`] wrote.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Generated {
@@ -109,6 +135,8 @@ pub struct Generated {
     pub config: GenConfig,
     /// Events written.
     pub events: u32,
+    /// The verdict the stream must get.
+    pub expected: Expected,
 }
 
 /// Writes into `out` the stream `input` drives: valid in
@@ -116,15 +144,31 @@ pub struct Generated {
 /// buffer under 512 bytes may hold only part of a run: it holds nothing
 /// then (`len` 0).
 pub fn generate(input: &[u8], out: &mut [u8]) -> Generated {
+    generate_with(input, out, false)
+}
+
+/// As [`generate`], but the input may choose one violation, injected
+/// after a valid prefix; [`Generated::expected`] says which. The stream
+/// ends with the violating frame.
+pub fn generate_invalid(input: &[u8], out: &mut [u8]) -> Generated {
+    generate_with(input, out, true)
+}
+
+fn generate_with(input: &[u8], out: &mut [u8], violations: bool) -> Generated {
     let mut c = Cursor::new(input);
     let config = GenConfig::draw(&mut c);
+    // About half the inputs (when asked) ask for a violation; which and
+    // where, the bytes decide as the stream goes.
+    let violate = violations && c.ratio(1, 2);
     let mut g = Generator::new(config, Out::new(out));
+    g.violate = violate;
     g.run(&mut c);
     Generated {
         len: g.out.len(),
         dialect: config.dialect,
         config,
         events: g.events,
+        expected: g.expected,
     }
 }
 
@@ -219,6 +263,26 @@ struct Generator<'b> {
     /// message.
     span: Option<u32>,
     span_message: Option<u32>,
+    /// A violation is to be injected; the verdict once it is.
+    violate: bool,
+    expected: Expected,
+}
+
+/// The violations [`Generator::inject`] knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Violation {
+    RunStillActive,
+    TextAlreadyOpen,
+    TextNotOpen,
+    ToolAlreadyOpen,
+    ToolNotOpen,
+    StepAlreadyOpen,
+    StepNotOpen,
+    OpenAtRunFinished,
+    AfterRunFinished,
+    AfterRunError,
+    SchemaDelta,
+    JsonSyntax,
 }
 
 impl<'b> Generator<'b> {
@@ -242,6 +306,8 @@ impl<'b> Generator<'b> {
             keys: 0,
             span: None,
             span_message: None,
+            violate: false,
+            expected: Expected::Valid,
         }
     }
 
@@ -270,8 +336,22 @@ impl<'b> Generator<'b> {
         if self.out.room() < self.reserve().saturating_add(EVENT_MAX) {
             return;
         }
+        if self.violate && c.ratio(1, 16) {
+            // The first event is not RUN_STARTED.
+            let frame = u64::from(self.events);
+            self.event(|o| {
+                o.head("STEP_STARTED");
+                o.raw(br#","stepName":"s0"}"#);
+            });
+            self.violated(frame, Stage::Verify, Some(Rule::FirstEvent));
+            return;
+        }
         self.run_started();
         while !c.is_empty() && self.events < self.config.max_events && self.room() {
+            if self.violate && c.ratio(1, 12) {
+                self.inject(c);
+                return;
+            }
             let mut legal = [Action::RunEnd; 18];
             let n = self.legal(&mut legal);
             let Some(&action) = legal.get(c.index(n)) else {
@@ -287,7 +367,168 @@ impl<'b> Generator<'b> {
             }
             self.act(action, c);
         }
+        if self.violate && self.room() {
+            self.inject(c);
+            return;
+        }
         self.close_all();
+    }
+
+    fn violated(&mut self, frame: u64, stage: Stage, rule: Option<Rule>) {
+        self.violate = false;
+        self.expected = Expected::Violation { frame, stage, rule };
+    }
+
+    /// Writes one violation the state allows, chosen by `c`, as the
+    /// stream's last frame.
+    fn inject(&mut self, c: &mut Cursor<'_>) {
+        use Violation as V;
+        let mut options = [V::RunStillActive; 12];
+        let mut n = 0usize;
+        let open_kinds = usize::from(self.texts.len > 0)
+            .saturating_add(usize::from(self.ncalls > 0))
+            .saturating_add(usize::from(self.steps.len > 0))
+            .saturating_add(usize::from(self.span.is_some()));
+        for (v, ok) in [
+            (V::RunStillActive, true),
+            (V::TextAlreadyOpen, self.texts.len > 0),
+            (V::TextNotOpen, true),
+            (V::ToolAlreadyOpen, self.ncalls > 0),
+            (V::ToolNotOpen, true),
+            (V::StepAlreadyOpen, self.steps.len > 0),
+            (V::StepNotOpen, true),
+            (V::OpenAtRunFinished, open_kinds == 1 && self.span.is_none()),
+            (V::AfterRunFinished, true),
+            (V::AfterRunError, true),
+            (V::SchemaDelta, true),
+            (V::JsonSyntax, true),
+        ] {
+            if ok && let Some(slot) = options.get_mut(n) {
+                *slot = v;
+                n = n.saturating_add(1);
+            }
+        }
+        let Some(&v) = options.get(c.index(n)) else {
+            return;
+        };
+        let fresh = self.fresh().saturating_add(1000);
+        let first_text = self.texts.as_slice().first().copied();
+        let first_call = self
+            .calls
+            .get(..self.ncalls)
+            .and_then(|c| c.first())
+            .map(|c| c.id);
+        let first_step = self.steps.as_slice().first().copied();
+        let verify = |rule| (Stage::Verify, Some(rule));
+        let (stage, rule) = match v {
+            V::RunStillActive => {
+                self.run_started();
+                verify(Rule::RunStillActive)
+            }
+            V::TextAlreadyOpen => {
+                let id = first_text.unwrap_or(0);
+                self.event(|o| {
+                    o.head("TEXT_MESSAGE_START");
+                    o.id("messageId", 'm', id);
+                    o.raw(br#","role":"assistant"}"#);
+                });
+                verify(Rule::AlreadyOpen(Entity::TextMessage))
+            }
+            V::TextNotOpen => {
+                self.event(|o| {
+                    o.head("TEXT_MESSAGE_CONTENT");
+                    o.id("messageId", 'm', fresh);
+                    o.raw(br#","delta":"x"}"#);
+                });
+                verify(Rule::NotOpen(Entity::TextMessage))
+            }
+            V::ToolAlreadyOpen => {
+                let id = first_call.unwrap_or(0);
+                self.event(|o| {
+                    o.head("TOOL_CALL_START");
+                    o.id("toolCallId", 'c', id);
+                    o.raw(br#","toolCallName":"search"}"#);
+                });
+                verify(Rule::AlreadyOpen(Entity::ToolCall))
+            }
+            V::ToolNotOpen => {
+                self.event(|o| {
+                    o.head("TOOL_CALL_ARGS");
+                    o.id("toolCallId", 'c', fresh);
+                    o.raw(br#","delta":"{}"}"#);
+                });
+                verify(Rule::NotOpen(Entity::ToolCall))
+            }
+            V::StepAlreadyOpen => {
+                let id = first_step.unwrap_or(0);
+                self.event(|o| {
+                    o.head("STEP_STARTED");
+                    o.id("stepName", 's', id);
+                    o.raw(b"}");
+                });
+                verify(Rule::AlreadyOpen(Entity::Step))
+            }
+            V::StepNotOpen => {
+                self.step_end(fresh);
+                verify(Rule::NotOpen(Entity::Step))
+            }
+            V::OpenAtRunFinished => {
+                let entity = if first_text.is_some() {
+                    Entity::TextMessage
+                } else if first_call.is_some() {
+                    Entity::ToolCall
+                } else {
+                    Entity::Step
+                };
+                let run = self.run.unwrap_or(0);
+                self.event(|o| {
+                    o.head("RUN_FINISHED");
+                    o.raw(br#","threadId":"t1""#);
+                    o.id("runId", 'u', run);
+                    o.raw(b"}");
+                });
+                verify(Rule::OpenAtRunFinished(entity))
+            }
+            V::AfterRunFinished | V::AfterRunError => {
+                if v == V::AfterRunFinished {
+                    self.close_all();
+                } else {
+                    self.event(|o| {
+                        o.head("RUN_ERROR");
+                        o.raw(br#","message":"gen"}"#);
+                    });
+                }
+                self.event(|o| {
+                    o.head("STEP_STARTED");
+                    o.id("stepName", 's', fresh);
+                    o.raw(b"}");
+                });
+                let rule = if v == V::AfterRunFinished {
+                    Rule::AfterRunFinished
+                } else {
+                    Rule::AfterRunError
+                };
+                let frame = u64::from(self.events.saturating_sub(1));
+                return self.violated(frame, Stage::Verify, Some(rule));
+            }
+            V::SchemaDelta => {
+                self.event(|o| {
+                    o.head("TEXT_MESSAGE_CONTENT");
+                    o.id("messageId", 'm', first_text.unwrap_or(fresh));
+                    o.raw(br#","delta":7}"#);
+                });
+                (Stage::Schema, None)
+            }
+            V::JsonSyntax => {
+                self.event(|o| {
+                    o.head("CUSTOM");
+                    o.raw(br#","name":"gen","value":[1,}"#);
+                });
+                (Stage::Json, None)
+            }
+        };
+        let frame = u64::from(self.events.saturating_sub(1));
+        self.violated(frame, stage, rule);
     }
 
     /// The actions legal now, into `into`; how many.

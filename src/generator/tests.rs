@@ -136,3 +136,69 @@ fn generated_streams_reach_every_family() {
     }
     assert!(total > 512 * 20, "{total} events");
 }
+
+/// The pipeline's first error on `stream` (`None`: valid and complete).
+fn first_error(
+    stream: &[u8],
+    dialect: Dialect,
+    piece: usize,
+) -> Option<crate::pipeline::error::Error> {
+    let mut buf = vec![0u8; 1 << 16];
+    let mut p = Pipeline::new(&mut buf, Config::new().dialect(dialect));
+    let mut sink = |_: &Event<'_>, _: &crate::pipeline::FrameInfo| {};
+    for c in stream.chunks(piece.max(1)) {
+        if let Err(e) = p.push(c, &mut sink) {
+            return Some(e);
+        }
+    }
+    match p.finish(&mut sink) {
+        Err(e) => Some(e),
+        Ok(s) => {
+            assert!(s.is_complete(), "{s:?}");
+            None
+        }
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "2,048 pipelines")]
+fn every_injected_violation_gets_its_expected_verdict() {
+    use crate::pipeline::error::ErrorKind;
+    let mut out = vec![0u8; 64 << 10];
+    let mut rules = std::collections::BTreeSet::new();
+    let (mut valid, mut invalid) = (0, 0);
+    for seed in 0..2048u64 {
+        let input = bytes(seed ^ 0x5eed_0000, 2048);
+        let g = generate_invalid(&input, &mut out);
+        let stream = &out[..g.len];
+        let got = first_error(stream, g.dialect, 61);
+        let show = || std::string::String::from_utf8_lossy(stream).into_owned();
+        match (g.expected, got) {
+            (Expected::Valid, None) => valid += 1,
+            (Expected::Violation { frame, stage, rule }, Some(e)) => {
+                assert_eq!(
+                    (e.frame, e.stage),
+                    (frame, stage),
+                    "seed {seed}: {e:?}\n{}",
+                    show()
+                );
+                if let Some(rule) = rule {
+                    assert!(
+                        matches!(e.kind, ErrorKind::Verify { rule: r, .. } if r == rule),
+                        "seed {seed}: {e:?}, want {rule:?}\n{}",
+                        show()
+                    );
+                    rules.insert(std::format!("{rule:?}"));
+                }
+                invalid += 1;
+            }
+            (want, got) => panic!("seed {seed}: want {want:?}, got {got:?}\n{}", show()),
+        }
+    }
+    std::println!("{valid} valid, {invalid} invalid; rules {rules:?}");
+    assert!(
+        valid > 500 && invalid > 500,
+        "{valid} valid, {invalid} invalid"
+    );
+    assert!(rules.len() >= 10, "{rules:?}");
+}
