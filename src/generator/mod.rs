@@ -69,6 +69,37 @@ pub struct GenConfig {
     pub max_delta: u32,
     /// Most entities of one kind open at once.
     pub max_open: u32,
+    /// How events are framed.
+    pub framing: Framing,
+}
+
+/// How a stream's events are framed (LF line ends; the reference reads CR
+/// and CRLF differently in each dialect). Each option is used at some
+/// frames, chosen by `seed`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Framing {
+    /// `data:` without the space after the colon.
+    pub no_space: bool,
+    /// `event:`, `id:` and `retry:` lines in a frame.
+    pub fields: bool,
+    /// Comment lines in a frame, and keep-alive blocks between frames.
+    pub comments: bool,
+    /// An event's JSON over several `data:` lines (split between members).
+    pub split: bool,
+    /// Picks the frames each option is used at.
+    pub seed: u32,
+}
+
+impl Framing {
+    /// `data: {json}` and a blank line, every frame.
+    pub const PLAIN: Framing = Framing {
+        no_space: false,
+        fields: false,
+        comments: false,
+        split: false,
+        seed: 0,
+    };
 }
 
 impl GenConfig {
@@ -89,6 +120,16 @@ impl GenConfig {
             max_events: c.int_in_range(1, 200),
             max_delta: c.int_in_range(1, 48),
             max_open: c.int_in_range(1, MAX_OPEN as u32),
+            framing: {
+                let f = c.int_in_range(0, 15);
+                Framing {
+                    no_space: f & 1 != 0,
+                    fields: f & 2 != 0,
+                    comments: f & 4 != 0,
+                    split: f & 8 != 0,
+                    seed: c.int_in_range(0, u32::MAX),
+                }
+            },
         }
         .sanitized()
     }
@@ -144,22 +185,68 @@ pub struct Generated {
 /// buffer under 512 bytes may hold only part of a run: it holds nothing
 /// then (`len` 0).
 pub fn generate(input: &[u8], out: &mut [u8]) -> Generated {
-    generate_with(input, out, false)
+    generate_with(input, out, GenOptions::new())
 }
 
 /// As [`generate`], but the input may choose one violation, injected
 /// after a valid prefix; [`Generated::expected`] says which. The stream
 /// ends with the violating frame.
 pub fn generate_invalid(input: &[u8], out: &mut [u8]) -> Generated {
-    generate_with(input, out, true)
+    generate_with(input, out, GenOptions::new().violations(true))
 }
 
-fn generate_with(input: &[u8], out: &mut [u8], violations: bool) -> Generated {
+/// What the caller fixes of a generated stream; the input draws the rest.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GenOptions {
+    dialect: Option<Dialect>,
+    framing: Option<Framing>,
+    violations: bool,
+}
+
+impl GenOptions {
+    /// Nothing fixed: the input draws the dialect and the framing; no
+    /// violation.
+    pub const fn new() -> Self {
+        GenOptions {
+            dialect: None,
+            framing: None,
+            violations: false,
+        }
+    }
+
+    /// The dialect, instead of drawing it.
+    pub const fn dialect(mut self, dialect: Dialect) -> Self {
+        self.dialect = Some(dialect);
+        self
+    }
+
+    /// The framing, instead of drawing it ([`Framing::PLAIN`]: `data:
+    /// {json}` and a blank line).
+    pub const fn framing(mut self, framing: Framing) -> Self {
+        self.framing = Some(framing);
+        self
+    }
+
+    /// Whether the input may choose a violation ([`generate_invalid`]).
+    pub const fn violations(mut self, on: bool) -> Self {
+        self.violations = on;
+        self
+    }
+}
+
+/// [`generate`] with `options` fixing what they fix.
+pub fn generate_with(input: &[u8], out: &mut [u8], options: GenOptions) -> Generated {
     let mut c = Cursor::new(input);
-    let config = GenConfig::draw(&mut c);
+    let mut config = GenConfig::draw(&mut c);
+    if let Some(d) = options.dialect {
+        config.dialect = d;
+    }
+    if let Some(f) = options.framing {
+        config.framing = f;
+    }
     // About half the inputs (when asked) ask for a violation; which and
     // where, the bytes decide as the stream goes.
-    let violate = violations && c.ratio(1, 2);
+    let violate = options.violations && c.ratio(1, 2);
     let mut g = Generator::new(config, Out::new(out));
     g.violate = violate;
     g.run(&mut c);
@@ -240,9 +327,11 @@ enum Action {
     RunEnd,
 }
 
-/// The most bytes one generated event takes (a 48-character delta of
-/// 6-byte escapes, ids, names).
+/// The most bytes one generated event's JSON takes (a 48-character delta
+/// of 6-byte escapes, ids, names).
 const EVENT_MAX: usize = 512;
+/// The most bytes its frame takes (fields, comments, split data lines).
+const FRAME_MAX: usize = EVENT_MAX + 256;
 
 struct Generator<'b> {
     config: GenConfig,
@@ -325,15 +414,15 @@ impl<'b> Generator<'b> {
             .saturating_add(self.steps.len)
             .saturating_add(4);
         // A call still owes the rest of its arguments (one ARGS) and END.
-        open.saturating_add(self.ncalls).saturating_mul(EVENT_MAX)
+        open.saturating_add(self.ncalls).saturating_mul(FRAME_MAX)
     }
 
     fn room(&self) -> bool {
-        self.out.room() >= self.reserve().saturating_add(EVENT_MAX)
+        self.out.room() >= self.reserve().saturating_add(FRAME_MAX)
     }
 
     fn run(&mut self, c: &mut Cursor<'_>) {
-        if self.out.room() < self.reserve().saturating_add(EVENT_MAX) {
+        if !self.room() {
             return;
         }
         if self.violate && c.ratio(1, 16) {
@@ -748,16 +837,79 @@ impl<'b> Generator<'b> {
 
     /// Writes one event frame: what `body` writes between `data: ` and the
     /// blank line (the event's JSON), all or nothing.
-    fn event(&mut self, body: impl FnOnce(&mut Out<'b>)) {
+    fn event(&mut self, body: impl FnOnce(&mut Out<'_>)) {
+        let mut json = [0u8; EVENT_MAX];
+        let mut o = Out::new(&mut json);
+        body(&mut o);
+        let (len, failed) = (o.len(), o.failed());
+        let json = json.get(..len).unwrap_or_default();
         let mark = self.out.len();
-        self.out.raw(b"data: ");
-        body(&mut self.out);
-        self.out.raw(b"\n\n");
-        if self.out.failed() {
+        if !failed {
+            self.frame(json);
+        }
+        if failed || self.out.failed() {
             self.out.reset(mark);
         } else {
             self.events = self.events.saturating_add(1);
         }
+    }
+
+    /// The next draw of the framing's own generator (xorshift32).
+    fn framing_draw(&mut self) -> u32 {
+        let mut x = self.config.framing.seed | 1;
+        x ^= x.wrapping_shl(13);
+        x ^= x.wrapping_shr(17);
+        x ^= x.wrapping_shl(5);
+        self.config.framing.seed = x;
+        x
+    }
+
+    /// Writes one frame holding `json`, as the framing says.
+    fn frame(&mut self, json: &[u8]) {
+        let f = self.config.framing;
+        if f.comments && self.framing_draw() & 3 == 0 {
+            self.out.raw(b": keep-alive\n\n");
+        }
+        if f.fields && self.framing_draw() & 1 == 0 {
+            self.out.raw(b"event: agui\nid: ");
+            self.out.number(self.events);
+            self.out.raw(b"\nretry: 1000\n");
+        }
+        if f.comments && self.framing_draw() & 3 == 0 {
+            self.out.raw(b": a comment\n");
+        }
+        let prefix: &[u8] = if f.no_space { b"data:" } else { b"data: " };
+        self.out.raw(prefix);
+        let mut from = 0usize;
+        if f.split {
+            // After a comma outside strings, before a member's name.
+            let (mut in_string, mut escape) = (false, false);
+            for (i, w) in json.windows(2).enumerate() {
+                let (Some(&b), Some(&next)) = (w.first(), w.get(1)) else {
+                    continue;
+                };
+                if in_string {
+                    match b {
+                        _ if escape => escape = false,
+                        b'\\' => escape = true,
+                        b'"' => in_string = false,
+                        _ => {}
+                    }
+                    continue;
+                }
+                if b == b'"' {
+                    in_string = true;
+                } else if b == b',' && next == b'"' && self.framing_draw() & 1 == 0 {
+                    let at = i.saturating_add(1);
+                    self.out.raw(json.get(from..at).unwrap_or_default());
+                    self.out.raw(b"\n");
+                    self.out.raw(prefix);
+                    from = at;
+                }
+            }
+        }
+        self.out.raw(json.get(from..).unwrap_or_default());
+        self.out.raw(b"\n\n");
     }
 
     fn run_started(&mut self) {

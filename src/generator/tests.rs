@@ -51,10 +51,21 @@ fn every_generated_stream_is_valid() {
         let stream = &out[..g.len];
         assert!(g.len > 0, "seed {seed}");
         if let Err(e) = check(stream, g.dialect, 61) {
+            let text = std::string::String::from_utf8_lossy(stream);
+            let at = e
+                .rfind("offset: ")
+                .and_then(|i| {
+                    e[i + 8..]
+                        .split(|c: char| !c.is_ascii_digit())
+                        .next()?
+                        .parse::<usize>()
+                        .ok()
+                })
+                .unwrap_or(0);
             panic!(
-                "seed {seed}, {:?}: {e}\n{}",
+                "seed {seed}, {:?}: {e}\n…{}",
                 g.config,
-                std::string::String::from_utf8_lossy(stream)
+                &text[at.saturating_sub(300).min(text.len())..(at + 100).min(text.len())]
             );
         }
         seen[usize::from(g.dialect == Dialect::V0)] += 1;

@@ -5,6 +5,7 @@
 //!            [--strict-end] [--exit-zero] FILE|-
 //! agui count [the same] FILE|-
 //! agui input [--dialect v1|v0] [--buffer N] [--chunk N] [--exit-zero] FILE|-
+//! agui gen [--dialect v1|v0] [--seed N] [--count N] [--violations] [--framing lf|any] DIR
 //! agui gateway [--dialect v1|v0] [--on-violation stop|drop|pass] [--no-repair] [--close-open]
 //!              [--max-event-bytes N] [--canonical] [--drop-raw] [--deny-tool NAME]...
 //!              [--check-tool-args] [--strict-end] [--deterministic-ids]
@@ -37,6 +38,17 @@
 //! members it does not know, fills `tools` and `context` with `[]` when
 //! absent and drops `state: null`; 0.0.59 strips what its schema does not
 //! name, at every depth (as the V0 encoder writes `RUN_STARTED.input`).
+//! `gen` writes `--count` generated streams (`agui_stream::generator`,
+//! 2,048 input bytes each from a seeded xorshift, seeds `--seed`,
+//! `--seed`+1, …) to DIR as `gen-SEED.sse`, each with its expected verdict
+//! beside it in `gen-SEED.expected` (one line in the oracle's result-line
+//! format; the message is rendered by this crate's pipeline, which must
+//! agree with the generator on the frame and stage). `--violations` lets
+//! about half of them carry one injected violation; `--framing lf` writes
+//! `data: {json}` frames only, `any` (the default) also `data:` without a
+//! space, `event:`/`id:`/`retry:` lines, comments and keep-alives, and an
+//! event over several `data:` lines (line ends stay LF). Without
+//! `--dialect`, each stream's dialect is drawn.
 //! `count` runs the same pipeline but only counts events per type and
 //! prints the verdict. `gateway` writes what the rewriter makes of the
 //! stream to stdout, and its statistics as one JSON line to stderr; its
@@ -107,8 +119,8 @@ struct Options {
 /// but `keepalive-ms`: it writes no keep-alives).
 const COMMON: [&str; 3] = ["dialect", "buffer", "check-tool-args"];
 
-const USAGE: &str =
-    "usage: agui check|count|input|gateway [OPTIONS] FILE|-   (agui COMMAND --help)";
+const USAGE: &str = "usage: agui check|count|input|gateway [OPTIONS] FILE|-
+       agui gen [OPTIONS] DIR   (agui COMMAND --help)";
 
 fn help(cmd: &str) -> String {
     let gateway = cmd == "gateway";
@@ -193,7 +205,148 @@ fn takes(cmd: &str, name: &str) -> bool {
 
 enum Parsed {
     Run(String, Box<Options>),
+    Gen(GenArgs),
     Help(String),
+}
+
+/// `agui gen`'s options.
+struct GenArgs {
+    dialect: Option<Dialect>,
+    seed: u64,
+    count: u64,
+    violations: bool,
+    any_framing: bool,
+    dir: String,
+}
+
+const GEN_HELP: &str = "agui gen [OPTIONS] DIR
+  Generated streams (agui_stream::generator) with their expected verdicts:
+  DIR/gen-SEED.sse and DIR/gen-SEED.expected.
+  --dialect v1|v0               the dialect (default: drawn per stream)
+  --seed N                      the first seed (default 1)
+  --count N                     how many streams (default 100)
+  --violations                  about half carry one injected violation
+  --framing lf|any              data: lines only, or any framing with LF line ends (default any)";
+
+fn parse_gen(mut parser: lexopt::Parser) -> Result<Parsed, lexopt::Error> {
+    use lexopt::prelude::*;
+    let mut g = GenArgs {
+        dialect: None,
+        seed: 1,
+        count: 100,
+        violations: false,
+        any_framing: true,
+        dir: String::new(),
+    };
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Long("help") | Short('h') => return Ok(Parsed::Help(GEN_HELP.to_owned())),
+            Long("dialect") => {
+                g.dialect = Some(
+                    parser
+                        .value()?
+                        .string()?
+                        .parse()
+                        .map_err(|e| format!("--dialect: {e}"))?,
+                )
+            }
+            Long("seed") => g.seed = parser.value()?.parse()?,
+            Long("count") => g.count = parser.value()?.parse()?,
+            Long("violations") => g.violations = true,
+            Long("framing") => {
+                g.any_framing = match parser.value()?.string()?.as_str() {
+                    "lf" => false,
+                    "any" => true,
+                    other => return Err(format!("--framing {other:?}: lf or any").into()),
+                }
+            }
+            Value(dir) if g.dir.is_empty() => g.dir = dir.string()?,
+            arg => return Err(arg.unexpected()),
+        }
+    }
+    if g.dir.is_empty() {
+        return Err("missing DIR".into());
+    }
+    Ok(Parsed::Gen(g))
+}
+
+/// `agui gen`: the streams and their expected verdicts.
+fn generate(g: &GenArgs) -> Result<Exit, IoError> {
+    use agui_stream::generator::{Expected, Framing, GenOptions, generate_with};
+    let failed = |what: String| move |error| IoError { what, error };
+    std::fs::create_dir_all(&g.dir).map_err(failed(g.dir.clone()))?;
+    let mut out = vec![0u8; 256 << 10];
+    let mut disagreements = 0u64;
+    for seed in g.seed..g.seed.saturating_add(g.count) {
+        // xorshift64*: the generator's input.
+        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let input: Vec<u8> = (0..2048)
+            .map(|_| {
+                x ^= x >> 12;
+                x ^= x << 25;
+                x ^= x >> 27;
+                (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 56) as u8
+            })
+            .collect();
+        let mut options = GenOptions::new().violations(g.violations);
+        if let Some(d) = g.dialect {
+            options = options.dialect(d);
+        }
+        if !g.any_framing {
+            options = options.framing(Framing::PLAIN);
+        }
+        let generated = generate_with(&input, &mut out, options);
+        let stream = &out[..generated.len];
+        // The pipeline renders the verdict (and must agree).
+        let mut buffer = vec![0u8; 1 << 20];
+        let config = agui_stream::Config::new()
+            .dialect(generated.dialect)
+            .minting(Minting::Deterministic);
+        let mut pipeline = Pipeline::new(&mut buffer, config);
+        let mut sink = |_: &Event<'_>, _: &FrameInfo| {};
+        let verdict = pipeline
+            .push(stream, &mut sink)
+            .and_then(|_| pipeline.finish(&mut sink).map(drop));
+        let line = match (&verdict, generated.expected) {
+            (Ok(()), Expected::Valid) => "{\"result\":\"ok\"}".to_owned(),
+            (Err(e), Expected::Violation { frame, stage, .. })
+                if e.frame == frame && e.stage == stage =>
+            {
+                format!(
+                    "{{\"result\":\"error\",\"index\":{},\"stage\":\"{}\",\"message\":{}}}",
+                    e.frame,
+                    e.stage.reference_name(),
+                    json_string(&pipeline.message(e).to_string())
+                )
+            }
+            (got, want) => {
+                eprintln!(
+                    "agui gen: seed {seed}: the generator expects {want:?}, the pipeline says {got:?}"
+                );
+                disagreements += 1;
+                continue;
+            }
+        };
+        let name = format!("gen-{seed}");
+        let path = std::path::Path::new(&g.dir).join(&name);
+        let sse = path.with_extension("sse");
+        std::fs::write(&sse, stream).map_err(failed(sse.display().to_string()))?;
+        let expected = path.with_extension("expected");
+        std::fs::write(&expected, format!("{line}\n"))
+            .map_err(failed(expected.display().to_string()))?;
+    }
+    eprintln!(
+        "agui gen: {} streams in {} (seeds {}..{})",
+        g.count - disagreements,
+        g.dir,
+        g.seed,
+        g.seed.saturating_add(g.count)
+    );
+    Ok(if disagreements > 0 {
+        Exit::Invalid
+    } else {
+        Exit::Valid
+    })
 }
 
 fn parse_args() -> Result<Parsed, lexopt::Error> {
@@ -205,6 +358,9 @@ fn parse_args() -> Result<Parsed, lexopt::Error> {
         Some(arg) => return Err(arg.unexpected()),
         None => return Err("missing command".into()),
     };
+    if cmd == "gen" {
+        return parse_gen(parser);
+    }
     if !matches!(cmd.as_str(), "check" | "count" | "input" | "gateway") {
         return Err(format!("unknown command {cmd:?}").into());
     }
@@ -674,6 +830,15 @@ fn gateway(o: &Options) -> Result<Exit, IoError> {
 fn main() -> ExitCode {
     let (cmd, options) = match parse_args() {
         Ok(Parsed::Run(cmd, options)) => (cmd, options),
+        Ok(Parsed::Gen(g)) => {
+            return ExitCode::from(match generate(&g) {
+                Ok(exit) => exit as u8,
+                Err(IoError { what, error }) => {
+                    eprintln!("agui: {what}: {error}");
+                    Exit::Io as u8
+                }
+            });
+        }
         Ok(Parsed::Help(text)) => {
             println!("{text}");
             return ExitCode::SUCCESS;
