@@ -181,9 +181,9 @@ pub struct Generated {
 }
 
 /// Writes into `out` the stream `input` drives: valid in
-/// [`Generated::dialect`], complete (its last run finished). An output
-/// buffer under 512 bytes may hold only part of a run: it holds nothing
-/// then (`len` 0).
+/// [`Generated::dialect`], complete (its last run finished). The
+/// generator keeps room to close what may be open: an output buffer under
+/// about 4 KiB gets nothing (`len` 0); 16 KiB holds a long run.
 pub fn generate(input: &[u8], out: &mut [u8]) -> Generated {
     generate_with(input, out, GenOptions::new())
 }
