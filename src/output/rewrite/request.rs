@@ -360,17 +360,7 @@ impl<'b> RequestRewriter<'b> {
 
     /// Writes `bytes` upstream, holding back the last one.
     fn emit<W: Write + ?Sized>(&mut self, bytes: &[u8], out: &mut W) -> Result<(), Refusal> {
-        let Some((&last, head)) = bytes.split_last() else {
-            return Ok(());
-        };
-        if let Some(b) = self.last {
-            out.write_bytes(&[b]).map_err(|_| Refusal::OutputFull)?;
-        }
-        out.write_bytes(head).map_err(|_| Refusal::OutputFull)?;
-        let n = u64::from(self.last.is_some()).saturating_add(head.len() as u64);
-        self.stats.bytes_out = self.stats.bytes_out.saturating_add(n);
-        self.last = Some(last);
-        Ok(())
+        emit(&mut self.last, &mut self.stats, bytes, out)
     }
 
     /// Passes `bytes` through, holding each `tools` entry (with the
@@ -488,20 +478,30 @@ impl<'b> RequestRewriter<'b> {
         to: usize,
         out: &mut W,
     ) -> Result<(), Refusal> {
-        // `emit` takes `&mut self`: the bytes go through a small copy.
-        let mut chunk = [0u8; 256];
-        let mut at = from;
-        while at < to {
-            let end = to.min(at.saturating_add(chunk.len()));
-            let n = end.saturating_sub(at);
-            if let (Some(dst), Some(src)) = (chunk.get_mut(..n), self.hold.get(at..end)) {
-                dst.copy_from_slice(src);
-            }
-            self.emit(chunk.get(..n).unwrap_or_default(), out)?;
-            at = end;
-        }
-        Ok(())
+        let held = self.hold.get(from..to).unwrap_or_default();
+        emit(&mut self.last, &mut self.stats, held, out)
     }
+}
+
+/// Writes `bytes` upstream, holding back the last one in `last` (and
+/// writing the one held before).
+fn emit<W: Write + ?Sized>(
+    last: &mut Option<u8>,
+    stats: &mut RequestStats,
+    bytes: &[u8],
+    out: &mut W,
+) -> Result<(), Refusal> {
+    let Some((&next, head)) = bytes.split_last() else {
+        return Ok(());
+    };
+    if let Some(b) = *last {
+        out.write_bytes(&[b]).map_err(|_| Refusal::OutputFull)?;
+    }
+    out.write_bytes(head).map_err(|_| Refusal::OutputFull)?;
+    let n = u64::from(last.is_some()).saturating_add(head.len() as u64);
+    stats.bytes_out = stats.bytes_out.saturating_add(n);
+    *last = Some(next);
+    Ok(())
 }
 
 /// What a byte held inside `tools` came to.
@@ -530,13 +530,7 @@ impl Splice {
     /// Follows a held byte.
     fn step_held(&mut self, b: u8) -> Held {
         if self.in_string {
-            if self.escape {
-                self.escape = false;
-            } else if b == b'\\' {
-                self.escape = true;
-            } else if b == b'"' {
-                self.in_string = false;
-            }
+            self.string_byte(b);
             return Held::More;
         }
         if self.element.is_none() {
@@ -562,14 +556,23 @@ impl Splice {
 
     /// Follows a byte outside `tools`: depth, strings, top-level member
     /// names, and where `tools`' array opens.
+    /// A byte inside a string: true if it closed the string.
+    fn string_byte(&mut self, b: u8) -> bool {
+        match b {
+            _ if self.escape => self.escape = false,
+            b'\\' => self.escape = true,
+            b'"' => {
+                self.in_string = false;
+                return true;
+            }
+            _ => {}
+        }
+        false
+    }
+
     fn track(&mut self, b: u8) {
         if self.in_string {
-            if self.escape {
-                self.escape = false;
-            } else if b == b'\\' {
-                self.escape = true;
-            } else if b == b'"' {
-                self.in_string = false;
+            if self.string_byte(b) {
                 if self.want_name && self.depth == 1 {
                     self.want_name = false;
                     let name = self.name.get(..self.name_len).unwrap_or_default();
