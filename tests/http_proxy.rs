@@ -43,6 +43,8 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+mod support;
+
 /// A started process, killed (by its pid) and reaped when dropped.
 struct Killed(Child);
 
@@ -424,9 +426,17 @@ struct Upstream {
 }
 
 impl Upstream {
-    /// What it did for `target`.
+    /// What it did for `target` (it records that just after its last
+    /// write, which a client may see first: waits 5 s at most).
     fn sent(&self, target: &str) -> Sent {
-        self.sent.lock().expect("sent")[target]
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Some(sent) = self.sent.lock().expect("sent").get(target) {
+                return *sent;
+            }
+            assert!(Instant::now() < deadline, "{target}: the upstream recorded nothing");
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// When the proxy closed `/silent/` `target`'s connection, waiting at
@@ -1448,32 +1458,23 @@ async fn post(
     (status, body)
 }
 
-/// The reference's stage for request corpus body `name` (1.0.0; `None`:
-/// valid).
-fn request_stage(corpus: &Path, name: &str) -> Option<String> {
-    let text =
-        std::fs::read_to_string(corpus.join(format!("requests/{name}.expected"))).expect("answer");
-    let v: serde_json::Value =
-        serde_json::from_str(text.lines().last().expect("a line")).expect("JSON");
-    v["stage"].as_str().map(str::to_owned)
-}
-
-/// The request corpus, by name.
-fn request_bodies(corpus: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out: Vec<_> = std::fs::read_dir(corpus.join("requests"))
-        .expect("requests")
-        .filter_map(|e| {
-            let path = e.ok()?.path();
-            let name = path
-                .file_name()?
-                .to_str()?
-                .strip_suffix(".json")?
-                .to_owned();
-            Some((name, std::fs::read(&path).ok()?))
-        })
-        .collect();
-    out.sort();
-    out
+/// What the library's request rewriter answers `body`, with the proxy's
+/// defaults (64 KiB buffers, V1, 16 MiB limit): the status and the JSON
+/// problem (`None`: it passes).
+fn library_refusal(body: &[u8]) -> Option<(u16, Vec<u8>)> {
+    use agui_stream::rewrite::RequestRewriter;
+    let (mut check, mut hold) = (vec![0u8; 64 << 10], vec![0u8; 64 << 10]);
+    let mut r =
+        RequestRewriter::new(&mut check, &mut hold, agui_stream::Dialect::V1).limit(16 << 20);
+    let mut sink = Vec::new();
+    let refusal = r
+        .push(body, &mut sink)
+        .and_then(|()| r.finish(&mut sink).map(drop))
+        .err()?;
+    let mut problem = Vec::new();
+    r.write_problem(&refusal, &mut problem)
+        .expect("a Vec has room");
+    Some((refusal.status(), problem))
 }
 
 /// Every request corpus body through the proxy: a valid one reaches the
@@ -1487,7 +1488,7 @@ fn agent_requests_are_checked_on_their_way() {
     let proxy = start_proxy(&f.proxy, f.upstream_addr, &[], dir.join("checked.log"));
     let (mut valid, mut refused) = (0, 0);
     block_on(async {
-        for (name, body) in request_bodies(&f.corpus) {
+        for (name, body) in support::request_bodies() {
             let target = format!("/record/checked/{name}");
             let (status, answer) = post(
                 proxy.addr,
@@ -1505,30 +1506,25 @@ fn agent_requests_are_checked_on_their_way() {
                 .expect("received")
                 .get(&target)
                 .cloned();
-            match request_stage(&f.corpus, &name) {
+            let (stage, _) = support::request_answer(&name, agui_stream::Dialect::V1);
+            match stage {
                 None => {
                     assert_eq!(status, 200, "{name}: {}", String::from_utf8_lossy(&answer));
                     assert_eq!(received, Some((body.clone(), true)), "{name}");
                     valid += 1;
                 }
-                Some(stage) => {
-                    let problem: serde_json::Value = serde_json::from_slice(&answer)
-                        .unwrap_or_else(|e| {
-                            panic!("{name}: {e}: {}", String::from_utf8_lossy(&answer))
-                        });
-                    // Nesting past the checker's depth limit is a capacity (413).
-                    let want = if name.contains("deep-nesting") {
-                        413
-                    } else {
-                        400
-                    };
-                    assert_eq!(status, want, "{name}: {problem}");
-                    assert_eq!(problem["status"], want);
-                    if want == 400 {
-                        assert_eq!(problem["code"], "AGUI_INVALID_INPUT", "{name}");
-                        assert!(!problem["message"].as_str().unwrap_or_default().is_empty());
-                        let _ = stage;
-                    }
+                Some(_) => {
+                    // The library's answer, whatever split the proxy saw
+                    // (413 where a capacity ran out: nesting past its
+                    // depth limit).
+                    let (want, problem) = library_refusal(&body)
+                        .unwrap_or_else(|| panic!("{name}: the library passes it"));
+                    assert_eq!(status, want, "{name}: {}", String::from_utf8_lossy(&answer));
+                    assert_eq!(
+                        String::from_utf8_lossy(&answer),
+                        String::from_utf8_lossy(&problem),
+                        "{name}"
+                    );
                     // The upstream never received it whole (it may have
                     // seen its start, then a reset).
                     assert!(
@@ -1586,7 +1582,7 @@ fn the_request_policy() {
         ],
         dir.join("deny.log"),
     );
-    let bodies = request_bodies(&f.corpus);
+    let bodies = support::request_bodies();
     let body = |name: &str| {
         bodies
             .iter()
@@ -1598,7 +1594,9 @@ fn the_request_policy() {
     block_on(async {
         let mut rewritten = 0;
         for (name, body) in &bodies {
-            if request_stage(&f.corpus, name).is_some()
+            if support::request_answer(name, agui_stream::Dialect::V1)
+                .0
+                .is_some()
                 || !String::from_utf8_lossy(body).contains("get_weather")
             {
                 continue;
@@ -1699,5 +1697,34 @@ fn the_request_policy() {
             f.upstream.received.lock().expect("received")["/record/deny/plain"],
             (b"not json".to_vec(), true)
         );
+    });
+    // With --request-path, the path decides, not the accept header.
+    let prefixed = start_proxy(
+        &f.proxy,
+        f.upstream_addr,
+        &["--request-path", "/record/agent"],
+        dir.join("prefixed.log"),
+    );
+    block_on(async {
+        let (status, _) = post(
+            prefixed.addr,
+            "/record/agent-1",
+            b"not json",
+            "*/*",
+            1460,
+            Duration::ZERO,
+        )
+        .await;
+        assert_eq!(status, 400, "under the prefix: checked");
+        let (status, _) = post(
+            prefixed.addr,
+            "/record/other-1",
+            b"not json",
+            "text/event-stream",
+            1460,
+            Duration::ZERO,
+        )
+        .await;
+        assert_eq!(status, 200, "elsewhere: unchecked");
     });
 }
