@@ -434,7 +434,10 @@ impl Upstream {
             if let Some(sent) = self.sent.lock().expect("sent").get(target) {
                 return *sent;
             }
-            assert!(Instant::now() < deadline, "{target}: the upstream recorded nothing");
+            assert!(
+                Instant::now() < deadline,
+                "{target}: the upstream recorded nothing"
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
     }
