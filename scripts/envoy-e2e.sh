@@ -608,7 +608,7 @@ else
             args=(--deny "$other_tool" "$envoy_other")
         fi
         status=0
-        out=$(timeout 600 python3 scripts/request_e2e.py --tag "$listener" "${args[@]}" \
+        out=$(timeout 600 python3 scripts/request_e2e.py --tag "$listener" --agui "$AGUI" "${args[@]}" \
             tests/corpus/requests "$work/record" 2>&1) || status=$?
         if [ "$status" != 0 ] && ! grep -q '^FAIL ' <<<"$out"; then
             bad "scripts/request_e2e.py ($listener) stopped with status $status"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Agent requests through a gateway, against the reference's verdicts.
 
-    request_e2e.py [--deny TOOL]... [--slow N] [--tag T] URL REQUESTS_DIR RECORD_DIR
+    request_e2e.py [--deny TOOL]... [--slow N] [--tag T] [--agui AGUI] URL REQUESTS_DIR RECORD_DIR
 
 POSTs every body REQUESTS_DIR/NAME.json (the request corpus) to
 URL/record/TNAME (T the tag) as `HttpAgent` does (`accept:
@@ -12,8 +12,9 @@ on a raw socket, and checks, against NAME.expected (1.0.0):
     (scripts/sse_upstream.py --record-dir RECORD_DIR) received it whole:
     byte for byte, or with `--deny`, the same JSON without the denied
     tools' entries in `tools`;
-  - an invalid one: 400 (413 for nesting past the checker's depth limit),
-    an `application/json` problem with `code` AGUI_INVALID_INPUT (or
+  - an invalid one: 400 (413 where the checker, `AGUI input --buffer
+    65536` as the gateway's buffers are, runs out of a capacity), an
+    `application/json` problem with `code` AGUI_INVALID_INPUT (or
     AGUI_INPUT_TOO_LARGE), a message and a path; and the upstream never
     received it whole.
 
@@ -26,6 +27,7 @@ failure. Every wait is bounded (30 s a request).
 import json
 import os
 import socket
+import subprocess
 import sys
 import time
 import urllib.parse
@@ -118,10 +120,18 @@ def without(body, deny):
     return v
 
 
+def capacity(agui, path):
+    """Whether `agui input` runs out of a capacity on the body (exit 4)."""
+    if not agui:
+        return False
+    return subprocess.run([agui, "input", "--buffer", "65536", path],
+                          capture_output=True, timeout=60).returncode == 4
+
+
 def main(argv):
     # The corpus nests 1,000 levels deep.
     sys.setrecursionlimit(20000)
-    deny, slow, tag, args = [], 3, "r", []
+    deny, slow, tag, agui, args = [], 3, "r", None, []
     while argv:
         a = argv.pop(0)
         if a == "--deny":
@@ -130,6 +140,8 @@ def main(argv):
             slow = int(argv.pop(0))
         elif a == "--tag":
             tag = argv.pop(0)
+        elif a == "--agui":
+            agui = argv.pop(0)
         else:
             args.append(a)
     if len(args) != 3:
@@ -174,7 +186,7 @@ def main(argv):
                     rewritten += int(got[0] != body)
                     continue
             else:
-                want = 413 if "deep-nesting" in name else 400
+                want = 413 if capacity(agui, os.path.join(requests_dir, name + ".json")) else 400
                 try:
                     problem = json.loads(answer)
                 except ValueError:
