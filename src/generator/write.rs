@@ -73,6 +73,14 @@ impl<'b> Out<'b> {
         self.raw(b"\"");
     }
 
+    /// `,"subagentRunId":"aN"` for subagent `owner` (nothing for the
+    /// parent agent, 0).
+    pub(super) fn owner(&mut self, owner: u32) {
+        if owner != 0 {
+            self.id("subagentRunId", 'a', owner);
+        }
+    }
+
     pub(super) fn number(&mut self, n: u32) {
         let mut digits = [0u8; 10];
         let mut i = digits.len();

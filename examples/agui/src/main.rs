@@ -44,10 +44,13 @@
 //! beside it in `gen-SEED.expected` (one line in the oracle's result-line
 //! format; the message is rendered by this crate's pipeline, which must
 //! agree with the generator on the frame and stage). `--violations` lets
-//! about half of them carry one injected violation; `--framing lf` writes
-//! `data: {json}` frames only, `any` (the default) also `data:` without a
-//! space, `event:`/`id:`/`retry:` lines, comments and keep-alives, and an
-//! event over several `data:` lines (line ends stay LF). Without
+//! about half of them carry one injected violation. Framing is drawn per
+//! stream: `data:` with or without a space, `event:`/`id:`/`retry:` lines,
+//! comments and keep-alives, an event over several `data:` lines, and a
+//! closing `: agui-gen <hex>` comment with the generator's input; line
+//! ends are LF with `--framing lf` (the default: the reference reads those
+//! as this crate does), or also CRLF and CR with `any` (the verdict is
+//! this crate's; the reference splits only on `\n\n`). Without
 //! `--dialect`, each stream's dialect is drawn.
 //! `count` runs the same pipeline but only counts events per type and
 //! prints the verdict. `gateway` writes what the rewriter makes of the
@@ -226,7 +229,7 @@ const GEN_HELP: &str = "agui gen [OPTIONS] DIR
   --seed N                      the first seed (default 1)
   --count N                     how many streams (default 100)
   --violations                  about half carry one injected violation
-  --framing lf|any              data: lines only, or any framing with LF line ends (default any)";
+  --framing lf|any              LF line ends (default), or also CRLF and CR";
 
 fn parse_gen(mut parser: lexopt::Parser) -> Result<Parsed, lexopt::Error> {
     use lexopt::prelude::*;
@@ -235,7 +238,7 @@ fn parse_gen(mut parser: lexopt::Parser) -> Result<Parsed, lexopt::Error> {
         seed: 1,
         count: 100,
         violations: false,
-        any_framing: true,
+        any_framing: false,
         dir: String::new(),
     };
     while let Some(arg) = parser.next()? {
@@ -272,7 +275,7 @@ fn parse_gen(mut parser: lexopt::Parser) -> Result<Parsed, lexopt::Error> {
 
 /// `agui gen`: the streams and their expected verdicts.
 fn generate(g: &GenArgs) -> Result<Exit, IoError> {
-    use agui_stream::generator::{Expected, Framing, GenOptions, generate_with};
+    use agui_stream::generator::{GenOptions, LineEnds, generate_with};
     let failed = |what: String| move |error| IoError { what, error };
     std::fs::create_dir_all(&g.dir).map_err(failed(g.dir.clone()))?;
     let mut out = vec![0u8; 256 << 10];
@@ -293,7 +296,9 @@ fn generate(g: &GenArgs) -> Result<Exit, IoError> {
             options = options.dialect(d);
         }
         if !g.any_framing {
-            options = options.framing(Framing::PLAIN);
+            // Comments, fields, split data lines: LF line ends only, as the
+            // reference reads them.
+            options = options.line_ends(LineEnds::Lf);
         }
         let generated = generate_with(&input, &mut out, options);
         let stream = &out[..generated.len];
@@ -307,11 +312,9 @@ fn generate(g: &GenArgs) -> Result<Exit, IoError> {
         let verdict = pipeline
             .push(stream, &mut sink)
             .and_then(|_| pipeline.finish(&mut sink).map(drop));
-        let line = match (&verdict, generated.expected) {
-            (Ok(()), Expected::Valid) => "{\"result\":\"ok\"}".to_owned(),
-            (Err(e), Expected::Violation { frame, stage, .. })
-                if e.frame == frame && e.stage == stage =>
-            {
+        let line = match &verdict {
+            Ok(()) if generated.expected.matches(None) => "{\"result\":\"ok\"}".to_owned(),
+            Err(e) if generated.expected.matches(Some(e)) => {
                 format!(
                     "{{\"result\":\"error\",\"index\":{},\"stage\":\"{}\",\"message\":{}}}",
                     e.frame,
@@ -319,9 +322,10 @@ fn generate(g: &GenArgs) -> Result<Exit, IoError> {
                     json_string(&pipeline.message(e).to_string())
                 )
             }
-            (got, want) => {
+            got => {
                 eprintln!(
-                    "agui gen: seed {seed}: the generator expects {want:?}, the pipeline says {got:?}"
+                    "agui gen: seed {seed}: the generator expects {:?}, the pipeline says {got:?}",
+                    generated.expected
                 );
                 disagreements += 1;
                 continue;
