@@ -122,7 +122,18 @@ pub struct GenConfig {
 }
 
 impl GenConfig {
-    /// A configuration drawn from `c`.
+    /// A configuration drawn from `c` (about 16 bytes). An input that has
+    /// run out draws the start of every range: an empty input is a V1
+    /// stream of text messages and tool calls, plainly framed.
+    ///
+    /// ```
+    /// use agui_stream::Dialect;
+    /// use agui_stream::generator::{Cursor, GenConfig, LineEnds};
+    /// let config = GenConfig::draw(&mut Cursor::new(&[]));
+    /// assert_eq!(config.dialect, Dialect::V1);
+    /// assert!(config.text && config.tools && !config.subagents);
+    /// assert_eq!(config.framing.line_ends, LineEnds::Lf);
+    /// ```
     pub fn draw(c: &mut Cursor<'_>) -> Self {
         let dialect = if c.bool() { Dialect::V0 } else { Dialect::V1 };
         let families = c.int_in_range(0, 0xfff);
@@ -215,6 +226,17 @@ impl Expected {
 
     /// Whether a pipeline's verdict (`None`: no error) is this one: the
     /// same frame, and the same rule, chunk error or stage.
+    ///
+    /// ```
+    /// use agui_stream::{Config, Event, FrameInfo, Pipeline, generator};
+    /// let mut out = [0u8; 16384];
+    /// let g = generator::generate_invalid(&[1, 99, 7, 3, 250, 18, 42, 5, 77, 1, 2, 3], &mut out);
+    /// let mut buf = [0u8; 4096];
+    /// let mut p = Pipeline::new(&mut buf, Config::new().dialect(g.dialect));
+    /// let mut sink = |_: &Event<'_>, _: &FrameInfo| {};
+    /// let verdict = p.push(&out[..g.len], &mut sink).and_then(|_| p.finish(&mut sink)).err();
+    /// assert!(g.expected.matches(verdict.as_ref()));
+    /// ```
     pub fn matches(&self, verdict: Option<&Error>) -> bool {
         match (self, verdict) {
             (Expected::Valid, None) => true,
@@ -368,6 +390,22 @@ impl GenOptions {
 const MIN_OUT: usize = 4096;
 
 /// [`generate`] with `options` fixing what they fix.
+///
+/// ```
+/// use agui_stream::Dialect;
+/// use agui_stream::generator::{GenOptions, LineEnds, generate_with};
+/// // V0 streams the reference reads as this crate does (LF line ends),
+/// // with violations, no envelope.
+/// let options = GenOptions::new()
+///     .dialect(Dialect::V0)
+///     .line_ends(LineEnds::Lf)
+///     .violations(true)
+///     .envelope(false);
+/// let mut out = vec![0u8; 64 * 1024];
+/// let g = generate_with(b"any bytes a fuzzer gives", &mut out, options);
+/// assert_eq!(g.dialect, Dialect::V0);
+/// assert!(!out[..g.len].contains(&b'\r'));
+/// ```
 pub fn generate_with(input: &[u8], out: &mut [u8], options: GenOptions) -> Generated {
     let mut c = Cursor::new(input);
     let mut config = GenConfig::draw(&mut c);

@@ -130,7 +130,7 @@ impl Generator<'_> {
             (V::OwnerMismatch, v1 && setup),
             (V::ParentOwnerMismatch, v1 && setup),
             (V::SubagentActive, v1 && !self.subs.is_empty()),
-            (V::SubagentReused, v1 && !self.finished.is_empty()),
+            (V::SubagentReused, v1 && setup),
             (V::UnknownParentSubagent, v1),
             (V::SubagentNotActive, v1),
             (V::ThinkingStepActive, v0 && span.is_some()),
@@ -450,11 +450,18 @@ impl Generator<'_> {
             V::SubagentActive | V::SubagentReused | V::UnknownParentSubagent => {
                 let (id, parent, r) = match v {
                     V::SubagentActive => (sub.map_or(0, |s| s.id), None, Rule::SubagentActive),
-                    V::SubagentReused => (
-                        self.finished.first().map_or(0, |s| s.id),
-                        None,
-                        Rule::SubagentReused,
-                    ),
+                    V::SubagentReused => {
+                        // One finishes first if none has.
+                        let done = match self.finished.first() {
+                            Some(s) => s,
+                            None => {
+                                let s = self.subagent_start(0, false);
+                                self.subagent_end(s, false);
+                                s
+                            }
+                        };
+                        (done.id, None, Rule::SubagentReused)
+                    }
                     _ => (
                         fresh,
                         Some(fresh.saturating_add(1)),

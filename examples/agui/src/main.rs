@@ -275,11 +275,16 @@ fn parse_gen(mut parser: lexopt::Parser) -> Result<Parsed, lexopt::Error> {
 
 /// `agui gen`: the streams and their expected verdicts.
 fn generate(g: &GenArgs) -> Result<Exit, IoError> {
-    use agui_stream::generator::{GenOptions, LineEnds, generate_with};
+    use agui_stream::EventType;
+    use agui_stream::generator::{Expected, GenOptions, LineEnds, Reason, generate_with};
+    use agui_stream::normalize::ChunkError;
     let failed = |what: String| move |error| IoError { what, error };
     std::fs::create_dir_all(&g.dir).map_err(failed(g.dir.clone()))?;
     let mut out = vec![0u8; 256 << 10];
     let mut disagreements = 0u64;
+    // What the streams reach: event types written, and verdicts.
+    let mut types = std::collections::BTreeSet::new();
+    let mut reasons = std::collections::BTreeMap::<String, u64>::new();
     for seed in g.seed..g.seed.saturating_add(g.count) {
         // xorshift64*: the generator's input.
         let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
@@ -331,6 +336,22 @@ fn generate(g: &GenArgs) -> Result<Exit, IoError> {
                 continue;
             }
         };
+        for ty in EventType::ALL {
+            let needle = format!("\"type\":\"{}\"", ty.as_str());
+            if stream.windows(needle.len()).any(|w| w == needle.as_bytes()) {
+                types.insert(ty.as_str());
+            }
+        }
+        let reason = match generated.expected {
+            Expected::Valid => "valid".to_owned(),
+            Expected::Violation { reason, .. } => match reason {
+                Reason::Chunk(ChunkError::Ambiguous { kind, .. }) => {
+                    format!("Chunk(Ambiguous({kind:?}))")
+                }
+                other => format!("{other:?}"),
+            },
+        };
+        *reasons.entry(reason).or_default() += 1;
         let name = format!("gen-{seed}");
         let path = std::path::Path::new(&g.dir).join(&name);
         let sse = path.with_extension("sse");
@@ -339,12 +360,22 @@ fn generate(g: &GenArgs) -> Result<Exit, IoError> {
         std::fs::write(&expected, format!("{line}\n"))
             .map_err(failed(expected.display().to_string()))?;
     }
+    let valid = reasons.remove("valid").unwrap_or(0);
     eprintln!(
-        "agui gen: {} streams in {} (seeds {}..{})",
+        "agui gen: {} streams in {} (seeds {}..{}): {valid} valid, {} invalid; \
+         {} event types; {} reasons: {}",
         g.count - disagreements,
         g.dir,
         g.seed,
-        g.seed.saturating_add(g.count)
+        g.seed.saturating_add(g.count),
+        reasons.values().sum::<u64>(),
+        types.len(),
+        reasons.len(),
+        reasons
+            .iter()
+            .map(|(r, n)| format!("{r} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     Ok(if disagreements > 0 {
         Exit::Invalid
