@@ -35,6 +35,8 @@ pub struct Framing {
     pub comments: bool,
     /// An event's JSON over several `data:` lines (split between members).
     pub split: bool,
+    /// A byte order mark before the first frame.
+    pub bom: bool,
     /// Picks the frames each option is used at, and the push cut points.
     pub seed: u32,
 }
@@ -47,6 +49,7 @@ impl Framing {
         fields: false,
         comments: false,
         split: false,
+        bom: false,
         seed: 0,
     };
 }
@@ -124,6 +127,19 @@ impl Framer {
         }
     }
 
+    /// The stream's start: a byte order mark, if the framing has one.
+    pub(super) fn start(&self, out: &mut Out<'_>) {
+        if self.framing.bom {
+            out.raw("\u{feff}".as_bytes());
+        }
+    }
+
+    /// Ends a `data:` line and starts the next one.
+    pub(super) fn next_data_line(&self, out: &mut Out<'_>) {
+        out.raw(self.nl);
+        out.raw(self.data());
+    }
+
     /// A frame's end: the blank line.
     pub(super) fn close(&self, out: &mut Out<'_>) {
         out.raw(self.nl);
@@ -155,8 +171,8 @@ impl Framer {
                     in_string = true;
                 } else if b == b',' && after == b'"' && self.draw() & 1 == 0 {
                     let at = i.saturating_add(1);
-                    self.line(out, json.get(from..at).unwrap_or_default());
-                    out.raw(self.data());
+                    out.raw(json.get(from..at).unwrap_or_default());
+                    self.next_data_line(out);
                     from = at;
                 }
             }

@@ -23,7 +23,7 @@
 //!
 //! Framing is a layer of its own ([`Framing`]): line ends, comments and
 //! keep-alives, `event:`/`id:`/`retry:` fields, `data:` without a space,
-//! an event split over several `data:` lines. The cut points of pushes
+//! an event split over several `data:` lines, a byte order mark. The cut points of pushes
 //! are drawn apart ([`Generated::pieces`]). A stream ends with a
 //! `: agui-gen <hex>` comment carrying the generator's input
 //! ([`envelope`] reads it back), so a saved stream can be generated
@@ -157,9 +157,9 @@ impl GenConfig {
             max_open: c.int_in_range(1, MAX_OPEN as u32),
             max_value: c.int_in_range(1, 1 << 16),
             framing: {
-                let f = c.int_in_range(0, 63);
+                let f = c.int_in_range(0, 127);
                 Framing {
-                    line_ends: match f >> 4 {
+                    line_ends: match (f >> 4) & 3 {
                         0 => LineEnds::Lf,
                         1 => LineEnds::CrLf,
                         2 => LineEnds::Cr,
@@ -169,6 +169,7 @@ impl GenConfig {
                     fields: f & 2 != 0,
                     comments: f & 4 != 0,
                     split: f & 8 != 0,
+                    bom: f & 64 != 0,
                     seed: c.int_in_range(0, u32::MAX),
                 }
             },

@@ -246,6 +246,7 @@ impl<'b> Generator<'b> {
         if !self.room() {
             return;
         }
+        self.framer.start(&mut self.out);
         if self.violate && c.ratio(1, 16) {
             self.inject_first();
             return;
@@ -927,6 +928,22 @@ impl<'b> Generator<'b> {
             }
             o.raw(b"]}");
         });
+    }
+
+    /// Writes one event frame whose JSON, `head` then `tail`, is split
+    /// over two `data:` lines there, all or nothing.
+    pub(super) fn event_split(&mut self, head: &[u8], tail: &[u8]) {
+        let mark = self.out.len();
+        self.framer.open(&mut self.out, self.events);
+        self.out.raw(head);
+        self.framer.next_data_line(&mut self.out);
+        self.out.raw(tail);
+        self.framer.close(&mut self.out);
+        if self.out.failed() {
+            self.out.reset(mark);
+        } else {
+            self.events = self.events.saturating_add(1);
+        }
     }
 
     /// Writes one event frame: what `body` writes (the event's JSON),

@@ -52,9 +52,10 @@ enum Violation {
     SchemaNotAnObject,
     JsonSyntax,
     JsonTruncated,
+    JsonSplitString,
 }
 
-const VIOLATIONS: usize = 40;
+const VIOLATIONS: usize = 41;
 
 impl Generator<'_> {
     /// The first event is not RUN_STARTED.
@@ -164,6 +165,7 @@ impl Generator<'_> {
             (V::SchemaNotAnObject, true),
             (V::JsonSyntax, true),
             (V::JsonTruncated, true),
+            (V::JsonSplitString, true),
         ];
         let mut options = [V::RunStillActive; VIOLATIONS];
         let mut n = 0usize;
@@ -173,7 +175,14 @@ impl Generator<'_> {
                 n = n.saturating_add(1);
             }
         }
-        let Some(&v) = options.get(c.index(n)) else {
+        // An input that has run out would always pick the first: the state
+        // picks instead.
+        let i = if c.is_empty() {
+            (self.events as usize).checked_rem(n).unwrap_or(0)
+        } else {
+            c.index(n)
+        };
+        let Some(&v) = options.get(i) else {
             return;
         };
         let reason = self.write(v, c);
@@ -654,6 +663,13 @@ impl Generator<'_> {
                 };
                 self.event(|o| o.raw(bytes));
                 Reason::Schema
+            }
+            V::JsonSplitString => {
+                // `data:` lines join with a newline, which a JSON string
+                // may not hold raw (a consumer that joins without one
+                // reads a valid event).
+                self.event_split(br#"{"type":"CUSTOM","name":"ge"#, br#"n","value":1}"#);
+                Reason::Json
             }
             V::JsonSyntax | V::JsonTruncated => {
                 self.event(|o| {
