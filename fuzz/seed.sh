@@ -15,6 +15,8 @@
 #   json_resume                    the same, behind one byte that picks the splits
 #   request                        each request body (tests/corpus/requests), behind
 #                                  one byte (dialect, a denied tool, buffer, splits)
+#   gen_pipeline, gen_rewrite      64 generator inputs each (a flags byte and
+#                                  32 to 256 fixed pseudo-random bytes)
 #
 # Upstream JSON files (arrays of events, scenario → events maps, the
 # null-omission fixture) become one payload per event and one stream per
@@ -22,6 +24,8 @@
 # differential also gets every upstream JSON file whole.
 #
 # Usage: fuzz/seed.sh [SOURCE_DIR...]   (default: the two above)
+# AGUI_SEED_OUT=DIR writes the corpora under DIR instead of fuzz/corpus
+# (scripts/fuzz_coverage.sh: seeds alone, without earlier finds).
 # Needs python3. Idempotent: existing seeds (and libFuzzer's finds) are kept.
 set -euo pipefail
 fuzz_dir=$(cd "$(dirname "$0")" && pwd)
@@ -37,7 +41,7 @@ if [ "$#" -eq 0 ]; then
   exit 1
 fi
 
-python3 - "$fuzz_dir/corpus" "$@" <<'PY'
+python3 - "${AGUI_SEED_OUT:-$fuzz_dir/corpus}" "$@" <<'PY'
 import hashlib, json, os, re, sys
 
 out_root, sources = sys.argv[1], sys.argv[2:]
@@ -139,8 +143,19 @@ for i in range(64):
     drive = b"".join(hashlib.sha256(b"buffers/%d/%d" % (i, k)).digest() for k in range(n // 32))
     seed("buffers", bytes([0x00, i % 8]) + drive)
 
-for t in ("pipeline", "rewrite", "buffers", "decode", "encode", "differential", "json_resume", "request"):
+# The generator-driven targets: a flags byte (options, see each target),
+# then the bytes that drive the generator — fixed pseudo-random ones, 32 to
+# 256 bytes: already long runs (a 2 KiB input makes streams of 50 KB on
+# average, and a 60-second run from such seeds finds less).
+for t in ("gen_pipeline", "gen_rewrite"):
+    for i in range(64):
+        n = 32 << (i % 4)
+        drive = b"".join(hashlib.sha256(b"%s/%d/%d" % (t.encode(), i, k)).digest() for k in range(n // 32))
+        seed(t, bytes([i * 37 % 256]) + drive)
+
+for t in ("pipeline", "rewrite", "buffers", "decode", "encode", "differential", "json_resume", "request",
+          "gen_pipeline", "gen_rewrite"):
     os.makedirs(os.path.join(out_root, t), exist_ok=True)
     total = len(os.listdir(os.path.join(out_root, t)))
-    print(f"seed.sh: {t}: {counts.get(t, 0)} new seeds, {total} in fuzz/corpus/{t}")
+    print(f"seed.sh: {t}: {counts.get(t, 0)} new seeds, {total} in {os.path.join(out_root, t)}")
 PY
