@@ -1066,3 +1066,64 @@ fn an_event_with_stand_ins_is_never_re_encoded() {
             .contains("\"metadata\":{\"k\":1}")
     );
 }
+
+/// Found by the generator-driven `gen_rewrite` target: closing what is open
+/// must not close a call to a denied tool, whose START was never forwarded.
+#[test]
+fn close_open_does_not_close_a_denied_call() {
+    for dialect in [Dialect::V1, Dialect::V0] {
+        let open_call = [
+            RUN_STARTED,
+            r#"{"type":"TOOL_CALL_START","toolCallId":"c1","toolCallName":"calc"}"#,
+            r#"{"type":"TOOL_CALL_START","toolCallId":"c2","toolCallName":"search"}"#,
+        ];
+        // A run cut short, and one stopped by a violation.
+        let cut = support::sse(&open_call);
+        let mut stopped = open_call.to_vec();
+        stopped.push(RUN_FINISHED);
+        let stopped = support::sse(&stopped);
+        for stream in [cut, stopped] {
+            let (mut frames, mut raw) = (vec![0u8; 4096], vec![0u8; 4096]);
+            let options = Options::new().close_open(true);
+            let mut r = Rewriter::new(&mut frames, &mut raw, config(dialect), options);
+            r.deny_tool("calc").unwrap();
+            let mut out = Vec::new();
+            r.push(&stream, &mut out).unwrap();
+            r.finish(&mut out).unwrap();
+            let text = String::from_utf8_lossy(&out);
+            // (The RUN_ERROR's message, the pipeline's, may name it.)
+            assert!(
+                !text.contains(r#""toolCallId":"c1""#),
+                "{dialect:?}: {text}"
+            );
+            assert!(
+                text.contains(r#"{"type":"TOOL_CALL_END","toolCallId":"c2"}"#),
+                "{dialect:?}: {text}"
+            );
+            assert_eq!(events(&out, config(dialect)).1, Ok(()), "{text}");
+        }
+    }
+}
+
+/// Found by the byte-level `rewrite` target: a V0 `RUN_STARTED` rejected
+/// for `"subagentRunId": null` and dropped must not start a run, or the
+/// `RUN_ERROR` after it goes out as a second one in a row.
+#[test]
+fn a_dropped_run_started_starts_no_run() {
+    let stream = support::sse(&[
+        r#"{"type":"RUN_ERROR","message":"x"}"#,
+        r#"{"type":"RUN_STARTED","threadId":"t","runId":"r","subagentRunId":null}"#,
+        r#"{"type":"RUN_ERROR","message":"x"}"#,
+    ]);
+    let options = Options::new().on_violation(OnViolation::Drop);
+    let (out, stats) = rewrite(&stream, config(Dialect::V0), options, 5);
+    // The RUN_STARTED is a violation, the second RUN_ERROR a terminal
+    // event after the first: both dropped.
+    assert_eq!(
+        (stats.violations, stats.duplicate_terminals),
+        (1, 1),
+        "{stats:?}"
+    );
+    assert_eq!(lines(&out).len(), 1, "{}", String::from_utf8_lossy(&out));
+    assert_eq!(events(&out, config(Dialect::V0)).1, Ok(()));
+}

@@ -34,8 +34,8 @@
 
 use agui_stream::rewrite::{Options, Rewriter, Stats};
 use agui_stream::{
-    Capacity, Config, Dialect, Error, ErrorKind, Event, FrameInfo, Pipeline, Policy, Sink, Summary,
-    encode, Minting,
+    Capacity, Config, Dialect, Error, ErrorKind, Event, FrameInfo, Minting, Pipeline, Policy, Sink,
+    Summary, encode,
 };
 use libfuzzer_sys::fuzz_target;
 use std::ops::ControlFlow;

@@ -9,9 +9,7 @@
 //!   are those of one push; through 64-byte buffers (blocks stream ahead
 //!   of their verdict) the output is the same where no block was cut and
 //!   no rule broken; stopping or dropping, the output rewritten again is
-//!   itself (unless a monitoring pipeline finds a capacity in it; and, an
-//!   open finding allowed unless `AGUI_FUZZ_STRICT=1`, unless `close_open`
-//!   closed a call to a denied tool: see fuzz/README.md);
+//!   itself (unless a monitoring pipeline finds a capacity in it);
 //! - with the default `Options` (stop on a violation, repair, nothing
 //!   else), a **valid** stream comes out byte for byte, nothing counted as
 //!   dropped, repaired, cut or violating — where it has nothing the
@@ -57,7 +55,7 @@ use std::ops::ControlFlow;
 
 #[path = "gen/support.rs"]
 mod support;
-use support::{Counters, dump, strict};
+use support::{Counters, dump};
 
 /// The generator's output.
 const OUT: usize = 256 << 10;
@@ -193,7 +191,7 @@ fn second_terminal(error: &Error) -> bool {
 }
 
 /// `AGUI_FUZZ_STATS=1`: what the inputs made.
-static STATS: Counters<10> = Counters::new([
+static STATS: Counters<9> = Counters::new([
     "inputs",
     "valid",
     "byte for byte",
@@ -203,7 +201,6 @@ static STATS: Counters<10> = Counters::new([
     "second terminals",
     "final RUN_ERRORs",
     "cut at 64 B",
-    "denied call closed",
 ]);
 const VALID: usize = 1;
 const BYTE_FOR_BYTE: usize = 2;
@@ -213,7 +210,6 @@ const VIOLATIONS: usize = 5;
 const SECOND_TERMINALS: usize = 6;
 const RUN_ERRORS: usize = 7;
 const CUT: usize = 8;
-const DENIED_CALL_CLOSED: usize = 9;
 
 fuzz_target!(|data: &[u8]| {
     STATS.input("gen_rewrite");
@@ -418,17 +414,7 @@ fn check(flags: u8, input: &[u8], b: &mut Buffers) {
                     String::from_utf8_lossy(&small.0)
                 );
             }
-            // An open finding (fuzz/README.md): `close_open` closes a
-            // denied tool's call too, so the output holds a TOOL_CALL_END
-            // whose START the client never got, and a second pass stops
-            // there. Allowed unless AGUI_FUZZ_STRICT=1.
-            let denied_call_closed = deny
-                && options.close_open
-                && whole.1.tool_events_dropped > 0
-                && whole.1.repairs > 0;
-            STATS.count(DENIED_CALL_CLOSED, denied_call_closed);
             if on_violation != OnViolation::Pass
-                && !(denied_call_closed && !strict())
                 && !read(config, Policy::Monitor, &whole.0, frames).capacity
             {
                 let again = rewrite(

@@ -14,8 +14,7 @@
 #![no_main]
 
 use agui_stream::{
-    Config, Dialect, Error, Event, FrameInfo, Pipeline, Policy, Sink, Summary, encode,
-    Minting,
+    Config, Dialect, Error, Event, FrameInfo, Minting, Pipeline, Policy, Sink, Summary, encode,
 };
 use libfuzzer_sys::fuzz_target;
 use std::ops::ControlFlow;

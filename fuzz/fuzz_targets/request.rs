@@ -26,7 +26,11 @@ fuzz_target!(|input: &[u8]| {
     let Some((&flags, body)) = input.split_first() else {
         return;
     };
-    let dialect = if flags & 1 == 0 { Dialect::V1 } else { Dialect::V0 };
+    let dialect = if flags & 1 == 0 {
+        Dialect::V1
+    } else {
+        Dialect::V0
+    };
     let deny = flags & 2 != 0;
     let small = [64, 256, 1024, 4096][usize::from(flags >> 2) & 3];
     let mut state = u32::from(flags >> 4) | 1;

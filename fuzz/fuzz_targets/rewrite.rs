@@ -15,7 +15,7 @@
 
 use agui_stream::rewrite::{OnViolation, Options, Rewriter, Stats};
 use agui_stream::{
-    Config, Dialect, Error, ErrorKind, Event, FrameInfo, Pipeline, Policy, Sink, Minting,
+    Config, Dialect, Error, ErrorKind, Event, FrameInfo, Minting, Pipeline, Policy, Sink,
 };
 use libfuzzer_sys::fuzz_target;
 use std::ops::ControlFlow;

@@ -30,12 +30,6 @@ pub fn dump(stream: &[u8]) {
     }
 }
 
-/// `AGUI_FUZZ_STRICT=1`: no allowance for open findings.
-pub fn strict() -> bool {
-    static STRICT: OnceLock<bool> = OnceLock::new();
-    *STRICT.get_or_init(|| env("AGUI_FUZZ_STRICT").is_some_and(|v| v == "1"))
-}
-
 /// Counters of what the runs saw, printed at every power of two of
 /// inputs (from 256) with `AGUI_FUZZ_STATS=1`: `N` counters named by
 /// `names`, counter 0 the inputs.

@@ -828,14 +828,12 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             if ty != T::RunStarted && ty != T::RunError {
                 return self.detail.reject(event, Rule::FirstEvent);
             }
-        } else if ty == T::RunStarted {
-            match self.phase {
-                RunPhase::Active => {
-                    return self.detail.reject(event, Rule::RunStillActive);
-                }
-                RunPhase::Finished | RunPhase::Errored => self.reset_run(),
-                RunPhase::NotStarted => {}
-            }
+        }
+        let new_run = ty == T::RunStarted
+            && self.first_event
+            && matches!(self.phase, RunPhase::Finished | RunPhase::Errored);
+        if ty == T::RunStarted && self.first_event && self.phase == RunPhase::Active {
+            return self.detail.reject(event, Rule::RunStillActive);
         }
         // V0 passes unknown members through, so a `subagentRunId: null` the
         // schema does not describe reaches this stage. (The reference's
@@ -843,6 +841,10 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         // nulls first.)
         if event.passthrough_tag().is_some_and(|v| v.is_null()) {
             return self.detail.reject(event, Rule::NullSubagentRunId);
+        }
+        // Only an accepted RUN_STARTED starts a new run.
+        if new_run {
+            self.reset_run();
         }
         let tag = event.subagent_run_id();
         let v1 = self.dialect == Dialect::V1;

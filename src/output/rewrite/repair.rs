@@ -197,6 +197,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         };
         let repairs = &mut self.stats.repairs;
         let events_out = &mut self.stats.events_out;
+        let filter = &self.filter;
         let mut emit = |event: &Event<'_>, client: &mut Verifier<OPEN, OWNERS, ID_BYTES>| {
             if client.check(event).is_ok() {
                 out.write_bytes(b"data: ")?;
@@ -210,7 +211,10 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         if self.options.close_open {
             let mut buf = [0u8; CLOSE_JSON_BYTES];
             for closing in open.closing_events() {
-                if let Some(event) = closing_event(&mut buf, closing, dialect) {
+                // A call to a denied tool was never forwarded: nor is its END.
+                if let Some(event) = closing_event(&mut buf, closing, dialect)
+                    && filter.keeps(&event)
+                {
                     emit(&event, &mut client)?;
                 }
             }
