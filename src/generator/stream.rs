@@ -232,7 +232,7 @@ impl<'b> Generator<'b> {
             .saturating_add(5)
     }
 
-    /// Room for `frames` more frames of up to `bytes` on top of closing.
+    /// Room for `bytes` more on top of what closing takes.
     pub(super) fn room_for(&self, bytes: usize) -> bool {
         let reserve = self.closing().saturating_mul(FRAME_MAX);
         self.out.room() >= reserve.saturating_add(bytes)
