@@ -311,7 +311,7 @@ impl Generated {
 /// Writes into `out` the stream `input` drives: valid in
 /// [`Generated::dialect`], complete (its last run finished). The
 /// generator keeps room to close what may be open: an output buffer under
-/// about 4 KiB gets nothing (`len` 0); 16 KiB holds a long run. The
+/// about 5 KiB gets nothing (`len` 0); 16 KiB holds a long run. The
 /// envelope takes two bytes per input byte on top, when they fit.
 pub fn generate(input: &[u8], out: &mut [u8]) -> Generated {
     generate_with(input, out, GenOptions::new())
