@@ -824,10 +824,8 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             }
             _ => {}
         }
-        if !self.first_event {
-            if ty != T::RunStarted && ty != T::RunError {
-                return self.detail.reject(event, Rule::FirstEvent);
-            }
+        if !self.first_event && ty != T::RunStarted && ty != T::RunError {
+            return self.detail.reject(event, Rule::FirstEvent);
         }
         let new_run = ty == T::RunStarted
             && self.first_event
