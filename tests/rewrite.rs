@@ -1082,13 +1082,20 @@ fn close_open_does_not_close_a_denied_call() {
         let mut stopped = open_call.to_vec();
         stopped.push(RUN_FINISHED);
         let stopped = support::sse(&stopped);
-        for stream in [cut, stopped] {
-            let (mut frames, mut raw) = (vec![0u8; 4096], vec![0u8; 4096]);
+        // In any pieces, through large and small buffers (a denied START
+        // larger than the buffer is a capacity: tested above).
+        for (stream, piece, buffer) in [&cut, &stopped]
+            .into_iter()
+            .flat_map(|s| [(s, 1, 4096), (s, 7, 128), (s, usize::MAX, 4096)])
+        {
+            let (mut frames, mut raw) = (vec![0u8; buffer], vec![0u8; buffer]);
             let options = Options::new().close_open(true);
             let mut r = Rewriter::new(&mut frames, &mut raw, config(dialect), options);
             r.deny_tool("calc").unwrap();
             let mut out = Vec::new();
-            r.push(&stream, &mut out).unwrap();
+            for p in stream.chunks(piece.min(stream.len())) {
+                r.push(p, &mut out).unwrap();
+            }
             r.finish(&mut out).unwrap();
             let text = String::from_utf8_lossy(&out);
             // (The RUN_ERROR's message, the pipeline's, may name it.)
@@ -1116,14 +1123,16 @@ fn a_dropped_run_started_starts_no_run() {
         r#"{"type":"RUN_ERROR","message":"x"}"#,
     ]);
     let options = Options::new().on_violation(OnViolation::Drop);
-    let (out, stats) = rewrite(&stream, config(Dialect::V0), options, 5);
-    // The RUN_STARTED is a violation, the second RUN_ERROR a terminal
-    // event after the first: both dropped.
-    assert_eq!(
-        (stats.violations, stats.duplicate_terminals),
-        (1, 1),
-        "{stats:?}"
-    );
-    assert_eq!(lines(&out).len(), 1, "{}", String::from_utf8_lossy(&out));
-    assert_eq!(events(&out, config(Dialect::V0)).1, Ok(()));
+    for piece in [1, 5, stream.len()] {
+        let (out, stats) = rewrite(&stream, config(Dialect::V0), options, piece);
+        // The RUN_STARTED is a violation, the second RUN_ERROR a terminal
+        // event after the first: both dropped.
+        assert_eq!(
+            (stats.violations, stats.duplicate_terminals),
+            (1, 1),
+            "{stats:?}"
+        );
+        assert_eq!(lines(&out).len(), 1, "{}", String::from_utf8_lossy(&out));
+        assert_eq!(events(&out, config(Dialect::V0)).1, Ok(()));
+    }
 }

@@ -73,7 +73,7 @@ impl GeneratedStream {
 
     /// The stream cut into pushes ([`Generated::pieces`]).
     pub fn pieces(&self) -> Pieces<'_> {
-        Pieces::new(&self.bytes, self.config.framing.seed.rotate_left(16))
+        self.config.pieces(&self.bytes)
     }
 }
 

@@ -177,6 +177,12 @@ impl GenConfig {
         .sanitized()
     }
 
+    /// `stream` cut at the points this configuration draws (from its
+    /// framing's seed, apart from the framing's own draws).
+    pub fn pieces<'s>(&self, stream: &'s [u8]) -> Pieces<'s> {
+        Pieces::new(stream, self.framing.seed.rotate_left(16))
+    }
+
     /// The same, narrowed to what the dialect has and the limits allow
     /// (V0 streams have no subagents: the V0 reference checks none of
     /// their rules).
@@ -304,7 +310,7 @@ impl Generated {
     /// `stream` (what was written) cut into pushes at points drawn from
     /// the framing's seed: single bytes, short and long pieces, the rest.
     pub fn pieces<'s>(&self, stream: &'s [u8]) -> Pieces<'s> {
-        Pieces::new(stream, self.config.framing.seed.rotate_left(16))
+        self.config.pieces(stream)
     }
 }
 

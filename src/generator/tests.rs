@@ -225,18 +225,13 @@ fn reasons_to_reach() -> Vec<String> {
         Entity::Step,
         Entity::ReasoningSpan,
         Entity::ReasoningMessage,
-    ] {
-        all.push(format!("{:?}", Rule::AlreadyOpen(e)));
-        all.push(format!("{:?}", Rule::NotOpen(e)));
-    }
-    for e in [
-        Entity::TextMessage,
-        Entity::ToolCall,
-        Entity::Step,
-        Entity::ReasoningSpan,
-        Entity::ReasoningMessage,
         Entity::Subagent,
     ] {
+        // A subagent is started and finished, not opened and closed.
+        if e != Entity::Subagent {
+            all.push(format!("{:?}", Rule::AlreadyOpen(e)));
+            all.push(format!("{:?}", Rule::NotOpen(e)));
+        }
         all.push(format!("{:?}", Rule::OpenAtRunFinished(e)));
     }
     for k in [LaneKind::Text, LaneKind::Tool, LaneKind::Reasoning] {
