@@ -13,7 +13,7 @@ mod support;
 
 use support::record::Recorder;
 
-use agui_stream::rewrite::{OnViolation, Options, RewriteError, Rewriter, Stats};
+use agui_stream::rewrite::{DENIED_CALLS, OnViolation, Options, RewriteError, Rewriter, Stats};
 use agui_stream::{Config, Dialect, Event, FrameInfo, Pipeline, SliceWriter};
 
 /// The rewritten stream, pushed in `piece`-byte pieces, with its stats.
@@ -1106,6 +1106,52 @@ fn close_open_does_not_close_a_denied_call() {
             assert!(
                 text.contains(r#"{"type":"TOOL_CALL_END","toolCallId":"c2"}"#),
                 "{dialect:?}: {text}"
+            );
+            assert_eq!(events(&out, config(dialect)).1, Ok(()), "{text}");
+        }
+    }
+}
+
+/// Found by `gen_rewrite`: when one more denied call than the filter holds
+/// ends the stream, closing what is open must not close that call (its
+/// START never went out), nor, since the filter cannot tell them apart, the
+/// calls that did: the `RUN_ERROR` ends the run with them open.
+#[test]
+fn close_open_after_the_denied_calls_overflow_closes_no_call() {
+    for dialect in [Dialect::V1, Dialect::V0] {
+        let mut input = vec![
+            RUN_STARTED.to_owned(),
+            r#"{"type":"TOOL_CALL_START","toolCallId":"k","toolCallName":"search"}"#.to_owned(),
+            r#"{"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}"#.to_owned(),
+        ];
+        for i in 0..=DENIED_CALLS {
+            input.push(format!(
+                r#"{{"type":"TOOL_CALL_START","toolCallId":"c{i}","toolCallName":"calc"}}"#
+            ));
+            input.push(format!(r#"{{"type":"TOOL_CALL_END","toolCallId":"c{i}"}}"#));
+        }
+        let stream = support::sse(&input);
+        for piece in [1, 9, stream.len()] {
+            let (mut frames, mut raw) = (vec![0u8; 4096], vec![0u8; 4096]);
+            let options = Options::new().close_open(true);
+            let mut r = Rewriter::new(&mut frames, &mut raw, config(dialect), options);
+            r.deny_tool("calc").unwrap();
+            let mut out = Vec::new();
+            for p in stream.chunks(piece) {
+                r.push(p, &mut out).unwrap();
+            }
+            r.finish(&mut out).unwrap();
+            let text = String::from_utf8_lossy(&out);
+            assert_eq!(
+                lines(&out)[1..],
+                [
+                    input[1].clone(),
+                    input[2].clone(),
+                    r#"{"type":"TEXT_MESSAGE_END","messageId":"m"}"#.into(),
+                    r#"{"type":"RUN_ERROR","message":"more calls to denied tools in this run than the filter holds","code":"AGUI_STREAM_CAPACITY"}"#.into(),
+                ]
+                .map(|e| format!("data: {e}")),
+                "{dialect:?} {piece}: {text}"
             );
             assert_eq!(events(&out, config(dialect)).1, Ok(()), "{text}");
         }

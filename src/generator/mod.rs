@@ -100,7 +100,10 @@ pub struct GenConfig {
     pub activity: bool,
     /// `MESSAGES_SNAPSHOT`.
     pub snapshots: bool,
-    /// Subagents (V1), and events and lanes attributed to them.
+    /// Subagents (V1), and events and lanes attributed to them. A run
+    /// with subagents ends after about 20 fresh ids (the next, if `runs`,
+    /// starts anew), so that its owner records and subagents fit a
+    /// [`Pipeline`](crate::Pipeline) of the default capacities.
     pub subagents: bool,
     /// `CUSTOM` and `RAW` events.
     pub custom: bool,

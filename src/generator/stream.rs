@@ -141,6 +141,15 @@ enum Action {
 
 const ACTIONS: usize = 27;
 
+/// Most fresh ids a run with subagents mints before it ends (the action
+/// then, a violation's set-ups and the closing events add at most 9 owner
+/// records). So a valid stream never needs more of a verifier than the
+/// default capacities hold: no owner record is forgotten
+/// ([`DEFAULT_OWNERS`](crate::DEFAULT_OWNERS)), no more subagents than
+/// [`DEFAULT_OPEN_IDS`](crate::DEFAULT_OPEN_IDS). Without subagents every
+/// owner is the parent, and a forgotten record never matters.
+const RUN_IDS: u32 = 20;
+
 /// The most bytes one generated event's JSON takes (a 48-character delta
 /// of 6-byte escapes, ids, names).
 pub(super) const EVENT_MAX: usize = 512;
@@ -165,6 +174,8 @@ pub(super) struct Generator<'b> {
     pub(super) events: u32,
     /// Counter for fresh ids.
     next: u32,
+    /// Its value when the run started.
+    run_base: u32,
     pub(super) run: Option<u32>,
     runs: u32,
     pub(super) texts: Open,
@@ -195,6 +206,7 @@ impl<'b> Generator<'b> {
             framer: Framer::new(config.framing),
             events: 0,
             next: 0,
+            run_base: 0,
             run: None,
             runs: 0,
             texts: Open::new(),
@@ -265,7 +277,11 @@ impl<'b> Generator<'b> {
                 return;
             }
             let mut legal = [Action::RunEnd; ACTIONS];
-            let n = self.legal(&mut legal);
+            let n = if self.run_ids_spent() {
+                1
+            } else {
+                self.legal(&mut legal)
+            };
             let Some(&action) = legal.get(c.index(n)) else {
                 break;
             };
@@ -288,6 +304,11 @@ impl<'b> Generator<'b> {
             return;
         }
         self.close_all();
+    }
+
+    /// Whether the run has minted its [`RUN_IDS`] (with subagents on).
+    fn run_ids_spent(&self) -> bool {
+        self.config.subagents && self.next.saturating_sub(self.run_base) >= RUN_IDS
     }
 
     /// The actions legal now, into `into`; how many.
@@ -969,6 +990,7 @@ impl<'b> Generator<'b> {
         self.runs = self.runs.saturating_add(1);
         let run = self.runs;
         self.run = Some(run);
+        self.run_base = self.next;
         self.explicit(None);
         self.event(|o| {
             o.head("RUN_STARTED");

@@ -41,11 +41,10 @@ fn run<'s>(pieces: impl Iterator<Item = &'s [u8]>, dialect: Dialect) -> Verdict 
     let mut buf = vec![0u8; 1 << 16];
     let mut p = Pipeline::new(&mut buf, Config::new().dialect(dialect));
     let mut events = Vec::new();
+    let mut scratch = vec![0u8; 1 << 18];
     let mut sink = |ev: &Event<'_>, _: &FrameInfo| {
-        let mut out = vec![0u8; 1 << 18];
-        let n = crate::encode_to_slice(ev, &mut out).unwrap();
-        out.truncate(n);
-        events.push(out);
+        let n = crate::encode_to_slice(ev, &mut scratch).unwrap();
+        events.push(scratch[..n].to_vec());
     };
     let mut error = None;
     for piece in pieces {
@@ -127,6 +126,62 @@ fn every_generated_stream_is_valid_in_every_class() {
             events += u64::from(g.events);
         }
         assert!(events > 1024 * 20, "{class}: {events} events");
+    }
+}
+
+/// The input `gen_pipeline` found (its flag byte aside): a run of
+/// subagents and 17 messages snapshots, whose verifier forgot the owner of
+/// an activity a subagent then updated (`Capacity::Owners`).
+const FORGOTTEN_OWNER: &str = concat!(
+    "f449f1509512bf5365529f72b95e45c23353d3bb39b11de8a55e48917265706c",
+    "616365246284f8e52c5e48917265706c616365246259e719dd4f361b462a62f6",
+    "54532928feccc3e9fa0e2eb4b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2",
+    "b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2",
+    "b2b2b2b2b2b2b2b2b2b2b2ffffff84f8e52c94b5b2b61c94b5ffffffffb2ffb6",
+    "1cff",
+);
+
+/// Long runs of one action (a byte repeated: the same choice again and
+/// again) build up what a verifier must remember: many messages, tool
+/// calls and activities in one run, with subagents. A valid stream still
+/// passes a verifier of the default capacities (no `Capacity` error), and
+/// a violation still gets its verdict, in every class.
+#[test]
+#[cfg_attr(miri, ignore = "many pipelines")]
+fn repeated_choices_stay_within_the_default_capacities() {
+    let mut out = vec![0u8; 64 << 10];
+    let found: Vec<u8> = (0..FORGOTTEN_OWNER.len() / 2)
+        .map(|i| u8::from_str_radix(&FORGOTTEN_OWNER[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    let g = generate(&found, &mut out);
+    let v = run(g.pieces(&out[..g.len]), g.dialect);
+    assert!(
+        v.error.is_none() && v.complete,
+        "{:?} {}",
+        v.error,
+        v.message
+    );
+    for (class, options) in classes() {
+        for seed in 0..256u64 {
+            let mut input = bytes(seed ^ 0x5eed, 24);
+            input.resize(2048, seed as u8);
+            for options in [options, options.violations(true)] {
+                let g = generate_with(&input, &mut out, options);
+                let stream = &out[..g.len];
+                let v = run(g.pieces(stream), g.dialect);
+                let ok = g.expected.matches(v.error.as_ref()) && (v.error.is_some() || v.complete);
+                assert!(
+                    ok,
+                    "{class} seed {seed} ({:?}): expected {:?}, got {:?} {}; {}\n{}",
+                    g.config,
+                    g.expected,
+                    v.error,
+                    v.message,
+                    keep(&format!("repeated-{class}-{seed}"), &input),
+                    around(stream, v.error)
+                );
+            }
+        }
     }
 }
 

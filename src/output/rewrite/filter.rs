@@ -18,7 +18,8 @@ pub const DENIED_TOOLS: usize = 16;
 /// JSON escapes takes more than its UTF-8).
 pub const DENIED_TOOL_BYTES: usize = 256;
 /// Calls to denied tools held in one run at most (one more ends the
-/// stream with `AGUI_STREAM_CAPACITY`).
+/// stream with `AGUI_STREAM_CAPACITY`; closing what is open then leaves
+/// tool calls open, as the filter cannot tell which the client saw).
 pub const DENIED_CALLS: usize = 32;
 /// Bytes for the ids of the denied calls held in one run.
 pub const DENIED_CALL_ID_BYTES: usize = 1024;
@@ -39,6 +40,10 @@ pub(super) struct ToolFilter {
     names: IdTable<(), DENIED_TOOLS>,
     id_bytes: Pool<DENIED_CALL_ID_BYTES>,
     ids: IdTable<(), DENIED_CALLS>,
+    /// A denied call did not fit ([`Filtered::Full`]): which open call the
+    /// client never saw is unknown, so no call event passes any more (the
+    /// stream ends there; closing what is open leaves its calls open).
+    overflowed: bool,
 }
 
 /// Every entry is of the one kind, owned by no subagent.
@@ -54,6 +59,7 @@ impl ToolFilter {
             names: IdTable::new(),
             id_bytes: Pool::new(),
             ids: IdTable::new(),
+            overflowed: false,
         }
     }
 
@@ -92,7 +98,9 @@ impl ToolFilter {
         let id = || event.tool_call_id().unwrap_or(JsonStr::from_escaped(b""));
         match event.event_type() {
             T::ToolCallStart => !event.tool_call_name().is_some_and(|n| self.denies(n)),
-            T::ToolCallArgs | T::ToolCallEnd | T::ToolCallResult => !self.holds(id()),
+            T::ToolCallArgs | T::ToolCallEnd | T::ToolCallResult => {
+                !self.overflowed && !self.holds(id())
+            }
             _ => true,
         }
     }
@@ -101,6 +109,7 @@ impl ToolFilter {
         if event.event_type() == EventType::RunStarted {
             self.ids.clear();
             self.id_bytes.clear();
+            self.overflowed = false;
             return Filtered::Keep;
         }
         if self.keeps(event) {
@@ -112,7 +121,10 @@ impl ToolFilter {
         let id = event.tool_call_id().unwrap_or(JsonStr::from_escaped(b""));
         match self.ids.push(&mut self.id_bytes, id, ENTRY) {
             Ok(_) => Filtered::Drop,
-            Err(_) => Filtered::Full,
+            Err(_) => {
+                self.overflowed = true;
+                Filtered::Full
+            }
         }
     }
 }
