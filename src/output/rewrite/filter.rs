@@ -10,7 +10,7 @@ use crate::view::event::Event;
 use crate::view::string::JsonStr;
 
 use super::RewriteError;
-use super::repair::Escaped;
+use super::repair::{Escaped, RUN_ERROR_BYTES};
 
 /// Denied tool names at most ([`Rewriter::deny_tool`](super::Rewriter::deny_tool)).
 pub const DENIED_TOOLS: usize = 16;
@@ -89,6 +89,24 @@ impl ToolFilter {
 
     fn holds(&self, id: JsonStr<'_>) -> bool {
         self.ids.find(&self.id_bytes, (), id).is_some()
+    }
+
+    /// Whether `message` (a `RUN_ERROR`'s message, escaped as
+    /// [`Escaped`] writes it) shows the id of one of this run's denied
+    /// calls, which the client must not learn of.
+    pub(super) fn named_in(&self, message: &[u8]) -> bool {
+        self.ids.iter().any(|(span, _)| {
+            let id = self.id_bytes.text(span);
+            let mut buf = [0u8; RUN_ERROR_BYTES];
+            let mut w = Escaped::new(&mut buf);
+            // An id longer than any message cannot be in one.
+            if id.is_empty() || fmt::write(&mut w, format_args!("{id}")).is_err() {
+                return false;
+            }
+            let len = w.len();
+            buf.get(..len)
+                .is_some_and(|id| memchr::memmem::find(message, id).is_some())
+        })
     }
 
     /// Whether [`check`](Self::check) keeps `event`, asked before it is

@@ -81,6 +81,22 @@ impl RunError {
         self.code = code;
     }
 
+    /// The message, escaped, without its quotes.
+    fn message(&self) -> &[u8] {
+        let quoted = self.message.get(..self.len).unwrap_or_default();
+        quoted
+            .get(1..self.len.saturating_sub(1))
+            .unwrap_or_default()
+    }
+
+    /// The same code, with a message that says only that it was withheld.
+    fn withheld(&self) -> Self {
+        let mut run_error = RunError::new();
+        let message = "the message is withheld: it names a call to a denied tool";
+        run_error.set(self.code, &message);
+        run_error
+    }
+
     /// The event, in `dialect`.
     fn event(&self, dialect: crate::Dialect) -> Event<'_> {
         let (message, code) = self.message.split_at_checked(self.len).unwrap_or_default();
@@ -219,6 +235,15 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                 }
             }
         }
+        // The pipeline's message may name the calls it is about, a denied
+        // one among them.
+        let withheld;
+        let run_error = if filter.named_in(run_error.message()) {
+            withheld = run_error.withheld();
+            &withheld
+        } else {
+            run_error
+        };
         emit(&run_error.event(dialect), &mut client)?;
         Ok(())
     }
