@@ -32,18 +32,14 @@
 //! makes: `cargo fuzz run -s none buffers INPUT`).
 #![no_main]
 
-use agui_stream::rewrite::{Options, Rewriter, Stats};
-use agui_stream::{
-    Capacity, Config, Dialect, Error, ErrorKind, Event, FrameInfo, Minting, Pipeline, Policy, Sink,
-    Summary, encode,
-};
+use agui_stream::rewrite::{Options, Stats};
+use agui_stream::{Capacity, Config, Dialect, Error, ErrorKind, FrameInfo, Minting, Policy};
 use libfuzzer_sys::fuzz_target;
-use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-#[path = "../../tests/support/stand_ins.rs"]
-mod stand_ins;
-use stand_ins::same_but_stand_ins;
+#[path = "shared/runs.rs"]
+mod shared;
+use shared::{Outcome, Seen, same_but_stand_ins};
 
 #[path = "nested/generator.rs"]
 mod generator;
@@ -64,52 +60,9 @@ const MAX_STREAM: usize = 64 << 10;
 
 // ------------------------------------------------------------------ pipeline
 
-#[derive(Debug, PartialEq)]
-enum Seen {
-    Event(Vec<u8>, FrameInfo),
-    Violation(Error, String),
-}
-
-#[derive(Default)]
-struct Record(Vec<Seen>);
-
-impl Sink for Record {
-    fn event(&mut self, event: &Event<'_>, frame: &FrameInfo) -> ControlFlow<()> {
-        let mut json = Vec::new();
-        encode(event, &mut json).expect("a Vec never fills up");
-        self.0.push(Seen::Event(json, *frame));
-        ControlFlow::Continue(())
-    }
-
-    fn violation(
-        &mut self,
-        error: &Error,
-        frame: &FrameInfo,
-        message: &dyn core::fmt::Display,
-    ) -> ControlFlow<()> {
-        assert_eq!(frame.index, error.frame, "a violation is told its frame");
-        self.0.push(Seen::Violation(*error, message.to_string()));
-        ControlFlow::Continue(())
-    }
-}
-
-/// The events and violations, the end, and the end's message.
-type Outcome = (Vec<Seen>, Result<Summary, Error>, Option<String>);
-
-fn run((config, policy): (Config, Policy), chunks: &[&[u8]], buffer: usize) -> Outcome {
-    let mut buffer = vec![0u8; buffer];
-    let mut pipeline = Pipeline::new(&mut buffer, config).policy(policy);
-    let mut sink = Record::default();
-    let mut result = Ok(());
-    for chunk in chunks {
-        result = pipeline.push(chunk, &mut sink).map(drop);
-        if result.is_err() {
-            break;
-        }
-    }
-    let result = result.and_then(|_| pipeline.finish(&mut sink));
-    let message = result.err().map(|e| pipeline.message(&e).to_string());
-    (sink.0, result, message)
+/// Pushes `chunks` through a pipeline with a `buffer`-byte frame buffer.
+fn run(setup: (Config, Policy), chunks: &[&[u8]], buffer: usize) -> Outcome {
+    shared::run(setup, chunks.iter().copied(), &mut vec![0u8; buffer])
 }
 
 /// Whether a small run may stop at `finding`, a limit docs/capacities.md
@@ -249,14 +202,8 @@ fn rewrite(
     (f, r): (usize, usize),
 ) -> (Vec<u8>, Stats) {
     let (mut frames, mut raw) = (vec![0u8; f], vec![0u8; r]);
-    let mut rewriter = Rewriter::new(&mut frames, &mut raw, config, options);
-    let mut out = Vec::new();
-    for chunk in chunks {
-        let pushed = rewriter.push(chunk, &mut out).expect("a Vec has room");
-        assert_eq!(pushed.read, chunk.len(), "a Vec never holds the stream up");
-    }
-    rewriter.finish(&mut out).expect("a Vec has room");
-    (out, *rewriter.stats())
+    let chunks = chunks.iter().copied();
+    shared::rewrite((&mut frames, &mut raw), config, options, None, chunks)
 }
 
 /// The data line that ends a cut block.

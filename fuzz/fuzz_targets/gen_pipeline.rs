@@ -22,7 +22,7 @@
 //! - framing is only framing: the same input generated with
 //!   `Framing::PLAIN` (`data: {json}`, LF, nothing else) instead of its
 //!   drawn framing has the same events and expected verdict, and the
-//!   pipeline emits the same events (encoded with `encode_to_slice`, with
+//!   pipeline emits the same events (encoded, with
 //!   the same frame indexes) and stops at the same frame, stage and error
 //!   kind with the same message — but for the JSON stage, whose kind and
 //!   V8-style message hold a position that data lines split differently
@@ -40,22 +40,16 @@
 #![no_main]
 
 use agui_stream::generator::{self, Framing, GenOptions, LineEnds};
-use agui_stream::{
-    Config, Dialect, Error, Event, FrameInfo, Minting, Pipeline, Policy, Sink, Stage, Summary,
-    encode_to_slice,
-};
+use agui_stream::{Config, Dialect, Error, Minting, Policy, Stage};
 use libfuzzer_sys::fuzz_target;
 use std::cell::RefCell;
-use std::ops::ControlFlow;
 
 #[path = "gen/support.rs"]
 mod support;
 use support::{Counters, dump};
-
-#[path = "../../tests/support/stand_ins.rs"]
-#[allow(dead_code)] // its `run` is the tests'
-mod stand_ins;
-use stand_ins::same_but_stand_ins;
+#[path = "shared/runs.rs"]
+mod shared;
+use shared::{Outcome, Seen, run, same_unless_a_frame_did_not_fit};
 
 /// The generator's output: room for long runs and many large values.
 const OUT: usize = 1 << 20;
@@ -64,8 +58,6 @@ const OUT: usize = 1 << 20;
 const BUFFER: usize = 256 << 10;
 /// A frame buffer most large frames and some ordinary ones outgrow.
 const SMALL: usize = 1024;
-/// Room to encode any event.
-const ENCODED: usize = 1 << 20;
 
 /// Buffers reused from input to input (zeroing megabytes each time would
 /// cost more than the runs).
@@ -79,7 +71,6 @@ struct Buffers {
 struct Runs {
     frame: Vec<u8>,
     small: Vec<u8>,
-    encoded: Vec<u8>,
 }
 
 thread_local! {
@@ -89,72 +80,8 @@ thread_local! {
         runs: Runs {
             frame: vec![0; BUFFER],
             small: vec![0; SMALL],
-            encoded: vec![0; ENCODED],
         },
     });
-}
-
-#[derive(Debug, PartialEq)]
-enum Seen {
-    Event(Vec<u8>, FrameInfo),
-    Violation(Error, String),
-}
-
-struct Record<'e> {
-    seen: Vec<Seen>,
-    scratch: &'e mut [u8],
-}
-
-impl Sink for Record<'_> {
-    fn event(&mut self, event: &Event<'_>, frame: &FrameInfo) -> ControlFlow<()> {
-        let n = encode_to_slice(event, self.scratch).expect("1 MiB holds any generated event");
-        self.seen
-            .push(Seen::Event(self.scratch[..n].to_vec(), *frame));
-        ControlFlow::Continue(())
-    }
-
-    fn violation(
-        &mut self,
-        error: &Error,
-        frame: &FrameInfo,
-        message: &dyn core::fmt::Display,
-    ) -> ControlFlow<()> {
-        assert_eq!(frame.index, error.frame, "a violation is told its frame");
-        self.seen.push(Seen::Violation(*error, message.to_string()));
-        ControlFlow::Continue(())
-    }
-}
-
-type Outcome = (Vec<Seen>, Result<Summary, Error>, Option<String>);
-
-/// Pushes `chunks` in order through a pipeline over `buffer`, stopping at
-/// the first error, then finishes.
-fn run<'c>(
-    (config, policy): (Config, Policy),
-    chunks: impl Iterator<Item = &'c [u8]>,
-    buffer: &mut [u8],
-    scratch: &mut [u8],
-) -> Outcome {
-    let mut pipeline = Pipeline::new(buffer, config).policy(policy);
-    let mut sink = Record {
-        seen: Vec::new(),
-        scratch,
-    };
-    let mut result = Ok(());
-    for chunk in chunks {
-        result = pipeline.push(chunk, &mut sink).map(drop);
-        if result.is_err() {
-            break;
-        }
-    }
-    let result = result.and_then(|_| pipeline.finish(&mut sink));
-    // A stopped pipeline keeps returning its error, from push and finish alike.
-    if let Err(e) = result {
-        assert_eq!(pipeline.push(b"data: {}\n\n", &mut sink), Err(e));
-        assert_eq!(pipeline.finish(&mut sink), Err(e));
-    }
-    let message = result.err().map(|e| pipeline.message(&e).to_string());
-    (sink.seen, result, message)
 }
 
 /// `AGUI_FUZZ_STATS=1`: what the inputs made.
@@ -225,12 +152,7 @@ fn check(flags: u8, input: &[u8], b: &mut Buffers) {
 
     // The verdict is the generator's.
     let stop = (config, Policy::Stop);
-    let whole = run(
-        stop,
-        std::iter::once(stream),
-        &mut runs.frame,
-        &mut runs.encoded,
-    );
+    let whole = run(stop, std::iter::once(stream), &mut runs.frame);
     assert!(
         g.expected.matches(whole.1.as_ref().err()),
         "verdict {:?} ({:?}), {}",
@@ -245,24 +167,14 @@ fn check(flags: u8, input: &[u8], b: &mut Buffers) {
 
     // The pipeline target's properties, in the generator's pushes.
     let same_pushes = |runs: &mut Runs, whole: &Outcome, setup: (Config, Policy)| {
-        let split = run(
-            setup,
-            pieces.iter().copied(),
-            &mut runs.frame,
-            &mut runs.encoded,
-        );
+        let split = run(setup, pieces.iter().copied(), &mut runs.frame);
         assert!(
             *whole == split,
             "{setup:?}: the pushes changed the outcome, {}",
             show()
         );
-        let small = run(
-            setup,
-            pieces.iter().copied(),
-            &mut runs.small,
-            &mut runs.encoded,
-        );
-        same_unless_a_frame_did_not_fit(whole, &small, SMALL);
+        let small = run(setup, pieces.iter().copied(), &mut runs.small);
+        same_unless_a_frame_did_not_fit(whole, &small, SMALL, |e| did_not_fit(e, SMALL));
         small
     };
     {
@@ -282,12 +194,7 @@ fn check(flags: u8, input: &[u8], b: &mut Buffers) {
         );
     }
     let monitor = (config, Policy::Monitor);
-    let watched = run(
-        monitor,
-        std::iter::once(stream),
-        &mut runs.frame,
-        &mut runs.encoded,
-    );
+    let watched = run(monitor, std::iter::once(stream), &mut runs.frame);
     let _ = same_pushes(runs, &watched, monitor);
     monitor_agrees(&whole, &watched);
 
@@ -298,12 +205,7 @@ fn check(flags: u8, input: &[u8], b: &mut Buffers) {
         };
         for policy in [Policy::Stop, Policy::Monitor] {
             let setup = (config.dialect(other), policy);
-            let whole = run(
-                setup,
-                std::iter::once(stream),
-                &mut runs.frame,
-                &mut runs.encoded,
-            );
+            let whole = run(setup, std::iter::once(stream), &mut runs.frame);
             let _ = same_pushes(runs, &whole, setup);
         }
     }
@@ -324,12 +226,7 @@ fn check(flags: u8, input: &[u8], b: &mut Buffers) {
     );
     let plain = &plain[..p.len];
     STATS.count(COMPARED, true);
-    let plain_run = run(
-        stop,
-        std::iter::once(plain),
-        &mut runs.frame,
-        &mut runs.encoded,
-    );
+    let plain_run = run(stop, std::iter::once(plain), &mut runs.frame);
     let events = |o: &Outcome| -> Vec<(u64, Vec<u8>)> {
         o.0.iter()
             .filter_map(|s| match s {
@@ -407,64 +304,4 @@ fn did_not_fit(e: &Error, buffer: usize) -> bool {
         ErrorKind::Capacity(Capacity::JsonDepth { limit }) => limit == 64,
         _ => false,
     }
-}
-
-fn same_unless_a_frame_did_not_fit(whole: &Outcome, small: &Outcome, buffer: usize) {
-    let stop_at = small
-        .0
-        .iter()
-        .find_map(|s| match s {
-            Seen::Violation(e, _) if did_not_fit(e, buffer) => Some(e.frame),
-            _ => None,
-        })
-        .or(small
-            .1
-            .as_ref()
-            .err()
-            .filter(|e| did_not_fit(e, buffer))
-            .map(|e| e.frame));
-    match stop_at {
-        None => {
-            assert!(
-                same_seen(&whole.0, &small.0),
-                "the {buffer}-byte buffer changed the events"
-            );
-            assert_eq!(
-                whole.1, small.1,
-                "the {buffer}-byte buffer changed the verdict"
-            );
-            assert_eq!(
-                whole.2, small.2,
-                "the {buffer}-byte buffer changed the message"
-            );
-        }
-        Some(frame) => {
-            let before = |o: &Outcome| {
-                o.0.iter()
-                    .take_while(|s| match s {
-                        Seen::Event(_, info) => info.index < frame,
-                        Seen::Violation(e, _) => e.frame < frame,
-                    })
-                    .count()
-            };
-            let (w, s) = (before(whole), before(small));
-            assert!(
-                same_seen(&whole.0[..w], &small.0[..s]),
-                "events before the frame that did not fit"
-            );
-        }
-    }
-}
-
-/// The same events and violations, but that an event of a spilled frame
-/// shows its stand-ins as empty values of the same kind.
-fn same_seen(whole: &[Seen], small: &[Seen]) -> bool {
-    whole.len() == small.len()
-        && whole.iter().zip(small).all(|pair| match pair {
-            (Seen::Event(w, wi), Seen::Event(s, si)) => {
-                wi.index == si.index && (w == s || same_but_stand_ins(w, s, si.stand_ins))
-            }
-            (Seen::Violation(a, m), Seen::Violation(b, n)) => a == b && m == n,
-            _ => false,
-        })
 }

@@ -43,7 +43,7 @@
 #![no_main]
 
 use agui_stream::generator::{self, Expected, LineEnds};
-use agui_stream::rewrite::{OnViolation, Options, Rewriter, Stats};
+use agui_stream::rewrite::{OnViolation, Options};
 use agui_stream::verify::Rule;
 use agui_stream::{
     Config, Dialect, Error, ErrorKind, Event, EventType, FrameInfo, Minting, Pipeline, Policy,
@@ -53,8 +53,11 @@ use libfuzzer_sys::fuzz_target;
 use std::cell::RefCell;
 use std::ops::ControlFlow;
 
+#[path = "shared/runs.rs"]
+mod shared;
 #[path = "gen/support.rs"]
 mod support;
+use shared::rewrite;
 use support::{Counters, dump};
 
 /// The generator's output.
@@ -77,26 +80,6 @@ thread_local! {
         frames: vec![0; BUFFER],
         raw: vec![0; BUFFER],
     });
-}
-
-fn rewrite<'c>(
-    (frames, raw): (&mut [u8], &mut [u8]),
-    config: Config,
-    options: Options,
-    deny: bool,
-    chunks: impl Iterator<Item = &'c [u8]>,
-) -> (Vec<u8>, Stats) {
-    let mut r = Rewriter::new(frames, raw, config, options);
-    if deny {
-        r.deny_tool("calc").expect("one short name fits");
-    }
-    let mut out = Vec::new();
-    for chunk in chunks {
-        let pushed = r.push(chunk, &mut out).expect("a Vec has room");
-        assert_eq!(pushed.read, chunk.len(), "a Vec never holds the stream up");
-    }
-    r.finish(&mut out).expect("a Vec has room");
-    (out, *r.stats())
 }
 
 /// What a pipeline made of a stream: its events (encoded), its error and
@@ -255,7 +238,7 @@ fn check(flags: u8, input: &[u8], b: &mut Buffers) {
         (&mut *frames, &mut *raw),
         config,
         Options::new(),
-        false,
+        None,
         std::iter::once(stream),
     );
     let out_read = read(config, Policy::Stop, &out, frames);
@@ -360,7 +343,7 @@ fn check(flags: u8, input: &[u8], b: &mut Buffers) {
     }
 
     // The rewrite target's properties, with the options `flags` draws.
-    let deny = flags & 32 != 0;
+    let deny = (flags & 32 != 0).then_some("calc");
     let mut dialects = vec![g.dialect];
     if flags & 128 != 0 {
         dialects.push(match g.dialect {

@@ -13,28 +13,25 @@
 //! - `n % 8` chunk sizes follow, cycling (no sizes: one byte per push).
 #![no_main]
 
-use agui_stream::rewrite::{OnViolation, Options, Rewriter, Stats};
+use agui_stream::rewrite::{OnViolation, Options, Stats};
 use agui_stream::{
     Config, Dialect, Error, ErrorKind, Event, FrameInfo, Minting, Pipeline, Policy, Sink,
 };
 use libfuzzer_sys::fuzz_target;
 use std::ops::ControlFlow;
 
+#[path = "shared/runs.rs"]
+mod shared;
+use shared::split;
+
 /// Larger than any input we accept: no block outgrows a buffer.
 const BUFFER: usize = 64 * 1024;
 /// Small enough for most blocks to outgrow.
 const SMALL: usize = 64;
 
+/// Pushes `chunks` through a rewriter over `buffer`-byte frame and raw
+/// buffers (denying the tool `t` if `deny`).
 fn rewrite<'c>(
-    config: Config,
-    options: Options,
-    deny: bool,
-    chunks: impl Iterator<Item = &'c [u8]>,
-) -> (Vec<u8>, Stats) {
-    rewrite_with(config, options, deny, chunks, BUFFER)
-}
-
-fn rewrite_with<'c>(
     config: Config,
     options: Options,
     deny: bool,
@@ -42,17 +39,8 @@ fn rewrite_with<'c>(
     buffer: usize,
 ) -> (Vec<u8>, Stats) {
     let (mut frames, mut raw) = (vec![0u8; buffer], vec![0u8; buffer]);
-    let mut r = Rewriter::new(&mut frames, &mut raw, config, options);
-    if deny {
-        r.deny_tool("t").expect("one short name fits");
-    }
-    let mut out = Vec::new();
-    for chunk in chunks {
-        let pushed = r.push(chunk, &mut out).expect("a Vec has room");
-        assert_eq!(pushed.read, chunk.len(), "a Vec never holds the stream up");
-    }
-    r.finish(&mut out).expect("a Vec has room");
-    (out, *r.stats())
+    let deny = deny.then_some("t");
+    shared::rewrite((&mut frames, &mut raw), config, options, deny, chunks)
 }
 
 /// Whether a monitoring pipeline reading `stream` hits a fixed capacity.
@@ -81,26 +69,6 @@ fn hits_a_capacity(config: Config, stream: &[u8]) -> bool {
     sink.0 || ended.is_err_and(|e| matches!(e.kind, ErrorKind::Capacity(_)))
 }
 
-/// The stream cut into pushes of `sizes` bytes, cycling.
-fn split<'s>(stream: &'s [u8], sizes: &[u8]) -> Vec<&'s [u8]> {
-    let sizes: &[u8] = if sizes.iter().any(|&s| s != 0) {
-        sizes
-    } else {
-        &[1]
-    };
-    let mut chunks = Vec::new();
-    let mut rest = stream;
-    for &size in sizes.iter().cycle() {
-        if rest.is_empty() {
-            break;
-        }
-        let (chunk, tail) = rest.split_at(usize::from(size).min(rest.len()));
-        chunks.push(chunk);
-        rest = tail;
-    }
-    chunks
-}
-
 fuzz_target!(|data: &[u8]| {
     let [flags, n, rest @ ..] = data else { return };
     let n = usize::from(n % 8).min(rest.len());
@@ -121,8 +89,8 @@ fuzz_target!(|data: &[u8]| {
                 .close_open(flags & 2 != 0)
                 .canonical(flags & 4 != 0)
                 .drop_raw(flags & 8 != 0);
-            let whole = rewrite(config, options, deny, core::iter::once(stream));
-            let pieces = rewrite(config, options, deny, chunks.iter().copied());
+            let whole = rewrite(config, options, deny, core::iter::once(stream), BUFFER);
+            let pieces = rewrite(config, options, deny, chunks.iter().copied(), BUFFER);
             assert!(
                 whole == pieces,
                 "{dialect:?} {options:?}: pushes of {sizes:?} bytes\n{:?}\n{:?}",
@@ -132,7 +100,7 @@ fuzz_target!(|data: &[u8]| {
             // Through 64-byte buffers blocks stream ahead of their verdict;
             // where none was cut and nothing broke a rule (a capacity
             // would), the output is the same.
-            let small = rewrite_with(config, options, deny, chunks.iter().copied(), SMALL);
+            let small = rewrite(config, options, deny, chunks.iter().copied(), SMALL);
             if small.1.cut == 0 && small.1.violations == 0 && whole.1.violations == 0 {
                 assert!(
                     small.0 == whole.0,
@@ -145,7 +113,13 @@ fuzz_target!(|data: &[u8]| {
             // bytes), so a second pass may outgrow a fixed capacity the
             // first did not: then it need not be the same.
             if on_violation != OnViolation::Pass && !hits_a_capacity(config, &whole.0) {
-                let again = rewrite(config, options, deny, core::iter::once(&whole.0[..]));
+                let again = rewrite(
+                    config,
+                    options,
+                    deny,
+                    core::iter::once(&whole.0[..]),
+                    BUFFER,
+                );
                 assert!(
                     again.0 == whole.0,
                     "{dialect:?} {options:?}: a second pass changed the output\n{:?}\n{:?}",
