@@ -45,19 +45,15 @@
 use agui_stream::generator::{self, Expected, LineEnds};
 use agui_stream::rewrite::{OnViolation, Options};
 use agui_stream::verify::Rule;
-use agui_stream::{
-    Config, Dialect, Error, ErrorKind, Event, EventType, FrameInfo, Minting, Pipeline, Policy,
-    Sink, encode,
-};
+use agui_stream::{Config, Dialect, Error, ErrorKind, EventType, Minting, Policy};
 use libfuzzer_sys::fuzz_target;
 use std::cell::RefCell;
-use std::ops::ControlFlow;
 
 #[path = "shared/runs.rs"]
 mod shared;
 #[path = "gen/support.rs"]
 mod support;
-use shared::rewrite;
+use shared::{Seen, hits_a_capacity, rewrite};
 use support::{Counters, dump};
 
 /// The generator's output.
@@ -88,52 +84,23 @@ struct Read {
     events: Vec<Vec<u8>>,
     result: Result<bool, Error>,
     message: String,
-    capacity: bool,
 }
 
-/// Reads `stream` whole with a pipeline (`policy`) over `buffer`;
-/// `result` is whether it ended complete.
-fn read(config: Config, policy: Policy, stream: &[u8], buffer: &mut [u8]) -> Read {
-    struct Record {
-        events: Vec<Vec<u8>>,
-        capacity: bool,
-    }
-    impl Sink for Record {
-        fn event(&mut self, event: &Event<'_>, _: &FrameInfo) -> ControlFlow<()> {
-            let mut json = Vec::new();
-            encode(event, &mut json).expect("a Vec never fills up");
-            self.events.push(json);
-            ControlFlow::Continue(())
-        }
-        fn violation(
-            &mut self,
-            error: &Error,
-            _: &FrameInfo,
-            _: &dyn core::fmt::Display,
-        ) -> ControlFlow<()> {
-            self.capacity |= matches!(error.kind, ErrorKind::Capacity(_));
-            ControlFlow::Continue(())
-        }
-    }
-    let mut pipeline = Pipeline::new(buffer, config).policy(policy);
-    let mut sink = Record {
-        events: Vec::new(),
-        capacity: false,
-    };
-    let result = pipeline
-        .push(stream, &mut sink)
-        .and_then(|_| pipeline.finish(&mut sink))
-        .map(|s| s.is_complete());
-    let message = match &result {
-        Err(e) => pipeline.message(e).to_string(),
-        Ok(_) => String::new(),
-    };
-    let capacity = sink.capacity || result.is_err_and(|e| matches!(e.kind, ErrorKind::Capacity(_)));
+/// Reads `stream` whole with a `Stop` pipeline over `buffer`; `result` is
+/// whether it ended complete.
+fn read(config: Config, stream: &[u8], buffer: &mut [u8]) -> Read {
+    let (seen, end, message) = shared::run((config, Policy::Stop), [stream], buffer);
+    let events = seen
+        .into_iter()
+        .filter_map(|s| match s {
+            Seen::Event(json, _) => Some(json),
+            Seen::Violation(..) => None,
+        })
+        .collect();
     Read {
-        events: sink.events,
-        result,
-        message,
-        capacity,
+        events,
+        result: end.map(|s| s.is_complete()),
+        message: message.unwrap_or_default(),
     }
 }
 
@@ -226,7 +193,7 @@ fn check(flags: u8, input: &[u8], b: &mut Buffers) {
 
     // The default options: a valid stream passes as it is, an invalid one
     // gets the generator's verdict.
-    let input_read = read(config, Policy::Stop, stream, frames);
+    let input_read = read(config, stream, frames);
     assert!(
         g.expected.matches(input_read.result.as_ref().err()),
         "pipeline verdict {:?} {}, {}",
@@ -241,7 +208,7 @@ fn check(flags: u8, input: &[u8], b: &mut Buffers) {
         None,
         std::iter::once(stream),
     );
-    let out_read = read(config, Policy::Stop, &out, frames);
+    let out_read = read(config, &out, frames);
     match g.expected {
         Expected::Valid => {
             assert!(
@@ -397,9 +364,7 @@ fn check(flags: u8, input: &[u8], b: &mut Buffers) {
                     String::from_utf8_lossy(&small.0)
                 );
             }
-            if on_violation != OnViolation::Pass
-                && !read(config, Policy::Monitor, &whole.0, frames).capacity
-            {
+            if on_violation != OnViolation::Pass && !hits_a_capacity(config, &whole.0, frames) {
                 let again = rewrite(
                     (&mut *frames, &mut *raw),
                     config,

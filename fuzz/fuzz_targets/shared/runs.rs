@@ -80,6 +80,14 @@ pub fn run<'c>(
     (sink.seen, result, message)
 }
 
+/// Whether a monitoring pipeline over `buffer` reading `stream` hits a
+/// fixed capacity.
+pub fn hits_a_capacity(config: Config, stream: &[u8], buffer: &mut [u8]) -> bool {
+    let (seen, end, _) = run((config, Policy::Monitor), [stream], buffer);
+    let in_seen = |s: &Seen| matches!(s, Seen::Violation(e, _) if e.is_capacity());
+    seen.iter().any(in_seen) || end.is_err_and(|e| e.is_capacity())
+}
+
 /// A run through a `buffer`-byte frame buffer (`small`) against one whose
 /// buffer holds every frame (`whole`): the same events, verdict and
 /// message, unless a frame did not fit (`did_not_fit` says which errors
