@@ -1120,31 +1120,40 @@ fn a_run_error_does_not_name_a_denied_call() {
             r#"{"type":"TOOL_CALL_START","toolCallId":"call-8","toolCallName":"search"}"#,
             RUN_FINISHED,
         ]);
-        let run_error = |deny: Option<&str>| {
-            let (mut frames, mut raw) = (vec![0u8; 4096], vec![0u8; 4096]);
-            let mut r = Rewriter::new(&mut frames, &mut raw, config(dialect), Options::new());
-            if let Some(name) = deny {
-                r.deny_tool(name).unwrap();
-            }
-            let mut out = Vec::new();
-            r.push(&stream, &mut out).unwrap();
-            r.finish(&mut out).unwrap();
-            let text = String::from_utf8(out).unwrap();
-            let last = lines(text.as_bytes()).pop().unwrap();
-            (text, last)
-        };
-        // Undenied, the message names both calls.
-        let (_, last) = run_error(None);
-        assert!(last.contains("call-7") && last.contains("call-8"), "{last}");
-        let (_, last) = run_error(Some("shell"));
-        assert!(last.contains("call-7") && last.contains("call-8"), "{last}");
-        // Denied, nothing of the call goes out.
-        let (text, last) = run_error(Some("calc"));
-        assert!(!text.contains("call-7"), "{dialect:?}: {text}");
-        assert_eq!(
-            last,
-            r#"data: {"type":"RUN_ERROR","message":"the message is withheld: it names a call to a denied tool","code":"AGUI_STREAM_VIOLATION"}"#
-        );
+        // In any pieces, through large and small buffers.
+        for (piece, buffer) in [(1, 4096), (7, 128), (stream.len(), 4096)] {
+            let run_error = |deny: Option<&str>| {
+                let (mut frames, mut raw) = (vec![0u8; buffer], vec![0u8; buffer]);
+                let mut r = Rewriter::new(&mut frames, &mut raw, config(dialect), Options::new());
+                if let Some(name) = deny {
+                    r.deny_tool(name).unwrap();
+                }
+                let mut out = Vec::new();
+                for p in stream.chunks(piece) {
+                    r.push(p, &mut out).unwrap();
+                }
+                r.finish(&mut out).unwrap();
+                let text = String::from_utf8(out).unwrap();
+                let last = lines(text.as_bytes()).pop().unwrap();
+                (text, last)
+            };
+            // Undenied, the message names both calls.
+            let (_, last) = run_error(None);
+            assert!(last.contains("call-7") && last.contains("call-8"), "{last}");
+            let (_, last) = run_error(Some("shell"));
+            assert!(last.contains("call-7") && last.contains("call-8"), "{last}");
+            // Denied, nothing of the call goes out.
+            let (text, last) = run_error(Some("calc"));
+            assert!(
+                !text.contains("call-7"),
+                "{dialect:?} {piece} {buffer}: {text}"
+            );
+            assert_eq!(
+                last,
+                r#"data: {"type":"RUN_ERROR","message":"the message is withheld: it names a call to a denied tool","code":"AGUI_STREAM_VIOLATION"}"#,
+                "{dialect:?} {piece} {buffer}"
+            );
+        }
     }
 }
 

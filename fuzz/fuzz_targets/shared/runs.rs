@@ -83,9 +83,28 @@ pub fn run<'c>(
 /// Whether a monitoring pipeline over `buffer` reading `stream` hits a
 /// fixed capacity.
 pub fn hits_a_capacity(config: Config, stream: &[u8], buffer: &mut [u8]) -> bool {
-    let (seen, end, _) = run((config, Policy::Monitor), [stream], buffer);
-    let in_seen = |s: &Seen| matches!(s, Seen::Violation(e, _) if e.is_capacity());
-    seen.iter().any(in_seen) || end.is_err_and(|e| e.is_capacity())
+    /// Notes capacities only (encoding the events would be wasted).
+    struct Capacities(bool);
+    impl Sink for Capacities {
+        fn event(&mut self, _: &Event<'_>, _: &FrameInfo) -> ControlFlow<()> {
+            ControlFlow::Continue(())
+        }
+        fn violation(
+            &mut self,
+            error: &Error,
+            _: &FrameInfo,
+            _: &dyn core::fmt::Display,
+        ) -> ControlFlow<()> {
+            self.0 |= error.is_capacity();
+            ControlFlow::Continue(())
+        }
+    }
+    let mut pipeline = Pipeline::new(buffer, config).policy(Policy::Monitor);
+    let mut sink = Capacities(false);
+    let end = pipeline
+        .push(stream, &mut sink)
+        .and_then(|_| pipeline.finish(&mut sink));
+    sink.0 || end.is_err_and(|e| e.is_capacity())
 }
 
 /// A run through a `buffer`-byte frame buffer (`small`) against one whose

@@ -827,10 +827,8 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         if !self.first_event && ty != T::RunStarted && ty != T::RunError {
             return self.detail.reject(event, Rule::FirstEvent);
         }
-        let new_run = ty == T::RunStarted
-            && self.first_event
-            && matches!(self.phase, RunPhase::Finished | RunPhase::Errored);
-        if ty == T::RunStarted && self.first_event && self.phase == RunPhase::Active {
+        let starts_run = ty == T::RunStarted && self.first_event;
+        if starts_run && self.phase == RunPhase::Active {
             return self.detail.reject(event, Rule::RunStillActive);
         }
         // V0 passes unknown members through, so a `subagentRunId: null` the
@@ -841,7 +839,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             return self.detail.reject(event, Rule::NullSubagentRunId);
         }
         // Only an accepted RUN_STARTED starts a new run.
-        if new_run {
+        if starts_run && matches!(self.phase, RunPhase::Finished | RunPhase::Errored) {
             self.reset_run();
         }
         let tag = event.subagent_run_id();
