@@ -6,7 +6,7 @@
 //!            [--dialect v1|v0] [--on-violation stop|drop|pass] [--no-repair]
 //!            [--close-open] [--max-event-bytes N] [--canonical] [--drop-raw]
 //!            [--deny-tool NAME]... [--check-tool-args]
-//!            [--deterministic-ids] [--buffer N] [--keepalive-ms N]
+//!            [--deterministic-ids] [--buffer N] [--buffer-budget N] [--keepalive-ms N]
 //!            [--no-request-check] [--max-request-bytes N] [--request-path PREFIX]
 //! ```
 //!
@@ -19,8 +19,10 @@
 //! body) goes to the upstream over HTTP/1.1, one connection per request,
 //! asking for `accept-encoding: identity`. A `text/event-stream` response
 //! that is not compressed has its body streamed through a rewriter as it
-//! arrives — one rewriter and one pair of `--buffer`-byte buffers per
-//! response — and each push's output goes to the client at once. At the
+//! arrives — one rewriter per response, and a pair of `--buffer`-byte
+//! buffers from a pool (examples/shared/pool.rs, `--buffer-budget`) only
+//! while a block is in flight — and each push's output goes to the client
+//! at once. At the
 //! upstream's end of body, or when its connection dies mid-body, the
 //! rewriter's `finish` output follows (so a run cut short ends in its
 //! `RUN_ERROR` with code `AGUI_STREAM_TRUNCATED`). Such a response loses its
@@ -79,6 +81,8 @@ use tokio::sync::{mpsc, oneshot};
 // The options and the response-header policy every front end shares.
 #[path = "shared/frontend.rs"]
 mod frontend;
+#[path = "shared/pool.rs"]
+mod pool;
 
 const USAGE: &str = "http_proxy --listen ADDR --upstream http://HOST:PORT [OPTIONS]
   A reverse proxy: text/event-stream responses are rewritten as they stream
@@ -766,10 +770,10 @@ async fn rewrite_body(
     started: Instant,
 ) {
     let gateway = &proxy.args.gateway;
-    let (mut frames, mut raw) = (vec![0u8; gateway.buffer], vec![0u8; gateway.buffer]);
     let mut outcome = Outcome::default();
-    // The names were checked when they were set.
-    let mut rewriter = match gateway.rewriter(&mut frames, &mut raw) {
+    // No buffers until a chunk comes (`pool::lend`). The names were
+    // checked when they were set.
+    let mut rewriter = match gateway.rewriter(&mut [], &mut []) {
         Ok(rewriter) => rewriter,
         Err(e) => {
             let _ = tx.send(Err(format!("rewriter: {e}"))).await;
@@ -836,7 +840,12 @@ async fn rewrite_body(
                 Err(_) => continue, // trailers
             },
         };
-        match rewriter.push(&data, &mut out) {
+        pool::lend(&mut rewriter, gateway.buffer, gateway.buffer_budget, |_| ());
+        let pushed = rewriter.push(&data, &mut out);
+        // Between blocks the pair goes back: a stream holds buffers only
+        // while a block is in flight.
+        pool::reclaim(&mut rewriter);
+        match pushed {
             Ok(pushed) => {
                 // A Vec always has room: `pushed.read == data.len()`.
                 open = send(&tx, &mut out, &mut outcome, started, &mut last_output).await
@@ -866,6 +875,7 @@ async fn rewrite_body(
     }
     drop(tx);
     log_stats(&path, n, rewriter.stats(), &outcome, started);
+    pool::give_back(rewriter.into_buffers());
 }
 
 /// One JSON line on stderr: `agui gateway`'s fields, then the response's.

@@ -1,11 +1,13 @@
 //! The front ends' shared module (`examples/shared/frontend.rs`): the
 //! configuration read from the proxy-wasm filter's JSON and from flags,
 //! its mapping to the library's types, the header policy and the stats
-//! line.
+//! line; and the filters' buffer pool (`examples/shared/pool.rs`).
 #![cfg(feature = "serde")]
 
 #[path = "../examples/shared/frontend.rs"]
 mod frontend;
+#[path = "../examples/shared/pool.rs"]
+mod pool;
 
 use agui_stream::Dialect;
 use agui_stream::Minting;
@@ -90,6 +92,7 @@ fn flags_set_the_same() {
         ("check-tool-args", None),
         ("deterministic-ids", None),
         ("buffer", Some("4096")),
+        ("buffer-budget", Some("1048576")),
         ("keepalive-ms", Some("0")),
         ("no-request-check", None),
         ("max-request-bytes", Some("5000")),
@@ -102,12 +105,12 @@ fn flags_set_the_same() {
         br#"{"dialect":"v0","on_violation":"drop","repair":false,"close_open":true,
             "max_event_bytes":1000,"canonical":true,"drop_raw":true,
             "deny_tools":["get_weather","shell"],"check_tool_args":true,
-            "deterministic_ids":true,"buffer":4096,"keepalive_ms":0,
+            "deterministic_ids":true,"buffer":4096,"buffer_budget":1048576,"keepalive_ms":0,
             "check_requests":false,"max_request_bytes":5000,"request_path":"/agent"}"#,
     )
     .expect("json");
     assert_eq!(g, json);
-    assert_eq!(frontend::FLAGS.len(), 15);
+    assert_eq!(frontend::FLAGS.len(), 16);
     assert!(
         frontend::FLAGS
             .iter()
@@ -211,4 +214,57 @@ fn the_stats_line_is_the_serialization() {
     assert_eq!(line.as_str(), want);
     let v: serde_json::Value = serde_json::from_str(line.as_str()).expect("JSON");
     assert_eq!(v["violations_by_stage"]["verify"], 1);
+}
+
+/// The pool allocates `size`-byte pairs within its budget, small ones past
+/// it, and reuses what comes back; an empty pair is not kept.
+#[test]
+fn the_pool_keeps_its_budget() {
+    // (The pool is per thread: this test's own.)
+    let mut sizes = Vec::new();
+    let mut take = |size| {
+        let pair = pool::take(size, 3 * 2 * 4096, |n| sizes.push(n));
+        assert_eq!((pair.0.len(), pair.1.len()), (pair.0.len(), pair.0.len()));
+        pair
+    };
+    let pairs: Vec<_> = (0..5).map(|_| take(4096)).collect();
+    let lens: Vec<_> = pairs.iter().map(|p| p.0.len()).collect();
+    assert_eq!(lens, [4096, 4096, 4096, pool::SMALL, pool::SMALL]);
+    for pair in pairs {
+        pool::give_back(pair);
+    }
+    pool::give_back((&mut [], &mut []));
+    // Back from the pool: nothing new, the large pairs first.
+    let again: Vec<_> = (0..5).map(|_| take(4096)).collect();
+    let lens: Vec<_> = again.iter().map(|p| p.0.len()).collect();
+    assert_eq!(lens, [4096, 4096, 4096, pool::SMALL, pool::SMALL]);
+    assert_eq!(sizes, [4096, 4096, 4096, pool::SMALL, pool::SMALL]);
+    for pair in again {
+        pool::give_back(pair);
+    }
+}
+
+/// A rewriter holds a lent pair only while a push ended inside a block.
+#[test]
+fn a_rewriter_holds_a_pair_only_inside_a_block() {
+    let gateway = Gateway::default();
+    let mut rewriter = gateway.rewriter(&mut [], &mut []).expect("rewriter");
+    let mut allocated = 0;
+    let mut out = Vec::new();
+    let stream: &[u8] = b"data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n";
+    let ping: &[u8] = b": ping\n\n";
+    for (piece, inside) in [(&stream[..20], true), (&stream[20..], false), (ping, false)] {
+        pool::lend(&mut rewriter, 2048, 1 << 20, |_| allocated += 1);
+        rewriter.push(piece, &mut out).expect("push");
+        pool::reclaim(&mut rewriter);
+        assert_eq!(rewriter.holds_block(), inside);
+        match rewriter.put_buffers(&mut [], &mut []) {
+            // Between blocks: the buffers it has are the empty ones.
+            Ok((frames, raw)) => assert!(!inside && frames.is_empty() && raw.is_empty()),
+            Err(_) => assert!(inside),
+        }
+    }
+    // One pair, lent three times.
+    assert_eq!(allocated, 1);
+    assert_eq!(out, [stream, ping].concat());
 }

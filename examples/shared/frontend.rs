@@ -28,7 +28,8 @@
 //! {"dialect": "v1", "on_violation": "stop", "repair": true, "close_open": false,
 //!  "canonical": false, "drop_raw": false, "max_event_bytes": 0,
 //!  "check_tool_args": false, "deny_tools": [],
-//!  "deterministic_ids": false, "buffer": 65536, "keepalive_ms": 15000,
+//!  "deterministic_ids": false, "buffer": 65536, "buffer_budget": 16777216,
+//!  "keepalive_ms": 15000,
 //!  "request_identity": true, "log_streams": true,
 //!  "check_requests": true, "max_request_bytes": 16777216, "request_path": ""}
 //! ```
@@ -43,7 +44,8 @@
 //! A front end ignores the keys it has no use for: `keepalive_ms` is
 //! `http_proxy`'s (the filter and the plugin never write on their own),
 //! `request_identity` and `log_streams` the filter's, `buffer` is fixed in
-//! the plugin.
+//! the plugin, `buffer_budget` is the pools' (the filters' and
+//! `http_proxy`'s: examples/shared/pool.rs).
 #![allow(dead_code)]
 
 use core::fmt;
@@ -67,6 +69,8 @@ pub const MIN_BUFFER: usize = 64;
 pub const MAX_BUFFER: usize = 16 << 20;
 /// The proxies' default `buffer`.
 pub const DEFAULT_BUFFER: usize = 64 << 10;
+/// The pools' default `buffer_budget`.
+pub const DEFAULT_BUFFER_BUDGET: usize = 16 << 20;
 /// `http_proxy`'s default keep-alive interval.
 pub const DEFAULT_KEEPALIVE_MS: u64 = 15_000;
 
@@ -98,6 +102,9 @@ pub struct Gateway {
     pub deterministic_ids: bool,
     /// `--buffer N`.
     pub buffer: usize,
+    /// `--buffer-budget N`: bytes of `buffer`-sized pairs a pool allocates
+    /// (per worker thread); past it, streams get small pairs.
+    pub buffer_budget: usize,
     /// `--keepalive-ms N` (0: never).
     pub keepalive_ms: u64,
     /// The filter: a request that accepts `text/event-stream` asks the
@@ -134,6 +141,7 @@ impl Default for Gateway {
             deny_tools: DeniedTools::default(),
             deterministic_ids: false,
             buffer: DEFAULT_BUFFER,
+            buffer_budget: DEFAULT_BUFFER_BUDGET,
             keepalive_ms: DEFAULT_KEEPALIVE_MS,
             request_identity: true,
             log_streams: true,
@@ -156,7 +164,7 @@ pub struct Flag {
 }
 
 /// Every flag of [`Gateway::set`], in the order help lists them.
-pub const FLAGS: [Flag; 15] = [
+pub const FLAGS: [Flag; 16] = [
     Flag {
         name: "dialect",
         value: Some("v1|v0"),
@@ -211,6 +219,11 @@ pub const FLAGS: [Flag; 15] = [
         name: "buffer",
         value: Some("N"),
         help: "frame and raw buffer bytes each, 64 to 16 MiB",
+    },
+    Flag {
+        name: "buffer-budget",
+        value: Some("N"),
+        help: "bytes of buffer pairs the pool allocates; past them, 1 KiB pairs (default 16 MiB)",
     },
     Flag {
         name: "keepalive-ms",
@@ -323,6 +336,10 @@ impl Gateway {
                 let n = usize::try_from(number(value)?).map_err(|_| ConfigError::Number)?;
                 self.buffer = n;
                 self.check_buffer()?;
+            }
+            "buffer-budget" => {
+                self.buffer_budget =
+                    usize::try_from(number(value)?).map_err(|_| ConfigError::Number)?;
             }
             "keepalive-ms" => self.keepalive_ms = number(value)?,
             "no-request-check" => self.check_requests = false,

@@ -602,6 +602,20 @@ impl<'b, S: SpillSink> Framer<'b, S> {
         self.buf
     }
 
+    /// Whether the buffer holds part of the stream: a payload that spans
+    /// pushes, or one spilling past it. Between payloads it holds nothing
+    /// the framer will read again (a spilled frame's stand-in is read only
+    /// while its frame is dispatched).
+    pub(crate) fn holds_payload(&self) -> bool {
+        !matches!(self.mode, Mode::Empty) || self.len != 0
+    }
+
+    /// Puts `buf` in place of the buffer and returns the old one; only
+    /// where [`holds_payload`](Self::holds_payload) is false.
+    pub(crate) fn replace_buffer(&mut self, buf: &'b mut [u8]) -> &'b mut [u8] {
+        core::mem::replace(&mut self.buf, buf)
+    }
+
     /// The spill sink.
     pub fn spill_sink(&self) -> &S {
         &self.spill

@@ -479,6 +479,18 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         self.framer.into_buffer()
     }
 
+    /// Whether the frame buffer holds part of a frame (one that spans
+    /// pushes, or spills past the buffer).
+    pub(crate) fn holds_frame(&self) -> bool {
+        self.framer.holds_payload()
+    }
+
+    /// Puts `buf` in place of the frame buffer and returns the old one;
+    /// only where [`holds_frame`](Self::holds_frame) is false.
+    pub(crate) fn replace_buffer(&mut self, buf: &'b mut [u8]) -> &'b mut [u8] {
+        self.framer.replace_buffer(buf)
+    }
+
     /// Bytes read so far: the stream offset of the next pushed byte.
     pub fn offset(&self) -> u64 {
         self.framer.offset()

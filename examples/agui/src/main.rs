@@ -199,7 +199,11 @@ fn takes(cmd: &str, name: &str) -> bool {
     match cmd {
         "gateway" => !matches!(
             name,
-            "keepalive-ms" | "no-request-check" | "max-request-bytes" | "request-path"
+            "keepalive-ms"
+                | "no-request-check"
+                | "max-request-bytes"
+                | "request-path"
+                | "buffer-budget"
         ),
         "input" => matches!(name, "dialect" | "buffer"),
         _ => COMMON.contains(&name),

@@ -26,9 +26,11 @@
 //! one makes Envoy reset the client's stream (counted as `aborted`).
 //!
 //! Memory: the rewriter borrows two buffers (`buffer` bytes each) from a
-//! per-thread pool of pairs (examples/shared/pool.rs); the output of a
-//! chunk is written into a per-thread scratch `Vec` ([`Scratch`]), so a
-//! stream holds nothing between its chunks but its rewriter.
+//! per-thread pool of pairs (examples/shared/pool.rs) for each chunk, and
+//! keeps them after it only while a block is in flight (a chunk ended
+//! inside it); the output of a chunk is written into a per-thread scratch
+//! `Vec` ([`Scratch`]), so a stream between blocks holds nothing but its
+//! rewriter's state.
 #![deny(unsafe_code)]
 #![deny(
     clippy::unwrap_used,
@@ -191,10 +193,8 @@ impl Filter {
             };
         }
         let gateway = &self.config.gateway;
-        let (frames, raw) = pool::take(gateway.buffer, || {
-            hook.increment_counter(metrics.buffer_pairs, 1)
-        });
-        let mut rewriter = Rewriter::new(frames, raw, gateway.config(), gateway.options());
+        // No buffers until a chunk comes ([`pool::lend`]).
+        let mut rewriter = Rewriter::new(&mut [], &mut [], gateway.config(), gateway.options());
         // The names fit: `Gateway::from_json` took them.
         let _ = gateway.deny(&mut rewriter);
         self.state = State::Rewriting(Box::new(rewriter));
@@ -219,6 +219,11 @@ impl Filter {
             }
             _ => return,
         };
+        let gateway = &self.config.gateway;
+        let metrics = &self.config.metrics;
+        pool::lend(rewriter, gateway.buffer, gateway.buffer_budget, |_| {
+            hook.increment_counter(metrics.buffer_pairs, 1)
+        });
         let mut size = 0usize;
         let mut result = match hook.body(Body::ReceivedResponse, slices) {
             Some(slices) => {
@@ -238,6 +243,9 @@ impl Filter {
         if result.is_ok() && end_of_stream {
             result = rewriter.finish(out).map(drop);
         }
+        // Between blocks the pair goes back: an open stream holds buffers
+        // only while a block is in flight.
+        pool::reclaim(rewriter);
         if size > 0 {
             hook.drain_body(Body::ReceivedResponse, size);
         }

@@ -59,9 +59,12 @@
 //! remaining chunks, and is logged and counted.
 //!
 //! Memory: the rewriter borrows two buffers (frame and raw, `buffer` bytes
-//! each), from a per-VM pool of pairs allocated once and reused
-//! ([`pool`]): at most one pair per stream rewritten at once, not one per
-//! request.
+//! each) from a per-VM pool of pairs allocated once and reused ([`pool`])
+//! for each chunk, and keeps them after it only while a block is in flight
+//! (the chunk ended inside it): the pool holds about as many pairs as
+//! blocks in flight at once, not one per open stream. A chunk's output is
+//! written into one `Vec` per VM. So a stream between blocks holds its
+//! rewriter's state and nothing else.
 //!
 //! Configuration (the plugin configuration): the JSON object every front
 //! end takes, read by the front ends' shared helper
@@ -72,7 +75,8 @@
 //! {"dialect": "v1", "on_violation": "stop", "repair": true, "close_open": false,
 //!  "canonical": false, "drop_raw": false, "max_event_bytes": 0,
 //!  "check_tool_args": false, "deny_tools": [],
-//!  "deterministic_ids": false, "buffer": 65536, "request_identity": true,
+//!  "deterministic_ids": false, "buffer": 65536, "buffer_budget": 16777216,
+//!  "request_identity": true,
 //!  "log_streams": true, "check_requests": true, "max_request_bytes": 16777216,
 //!  "request_path": ""}
 //! ```
@@ -243,7 +247,6 @@ impl RootContext for Root {
             metrics: Metrics::get(),
             state: State::Waiting,
             request: None,
-            out: Vec::new(),
             reported: Reported::new(),
             path: String::new(),
         }))
@@ -275,8 +278,6 @@ struct Stream {
     state: State,
     /// An agent request's body being checked.
     request: Option<Box<RequestRewriter<'static>>>,
-    /// The output for the current chunk (reused).
-    out: Vec<u8>,
     /// The counters already added to the metrics.
     reported: Reported,
     /// The request's path, for the log line.
@@ -291,14 +292,15 @@ impl Stream {
         }
     }
 
-    /// Starts rewriting: a buffer pair from the pool, a rewriter.
+    /// Starts rewriting: a rewriter, without buffers until a chunk comes
+    /// ([`pool::lend`]).
     fn start(&mut self) {
-        let metrics = &self.metrics;
-        let (frames, raw) = pool::take(self.gateway.buffer, || {
-            metrics.add(metrics.buffer_pairs, 1);
-        });
-        let mut rewriter =
-            Rewriter::new(frames, raw, self.gateway.config(), self.gateway.options());
+        let mut rewriter = Rewriter::new(
+            &mut [],
+            &mut [],
+            self.gateway.config(),
+            self.gateway.options(),
+        );
         // The names fit: `Gateway::from_json` took them.
         let _ = self.gateway.deny(&mut rewriter);
         self.state = State::Rewriting(Box::new(rewriter));
@@ -320,19 +322,35 @@ impl Stream {
         pool::give_back(rewriter.into_buffers());
     }
 
-    /// Pushes `input` (and, at the end of the body, finishes) into
-    /// `self.out`.
-    fn rewrite(&mut self, input: &[u8], end_of_stream: bool) -> Result<(), RewriteError> {
+    /// Pushes `input` (and, at the end of the body, finishes) into `out`,
+    /// with a buffer pair lent for it: the pair goes back after it unless
+    /// the chunk ended inside a block.
+    fn rewrite(
+        &mut self,
+        input: &[u8],
+        end_of_stream: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<(), RewriteError> {
         let State::Rewriting(rewriter) = &mut self.state else {
             return Ok(());
         };
-        frontend::push_all(rewriter, input, &mut self.out)?;
-        if end_of_stream {
-            rewriter.finish(&mut self.out)?;
+        let metrics = &self.metrics;
+        pool::lend(
+            rewriter,
+            self.gateway.buffer,
+            self.gateway.buffer_budget,
+            |_| {
+                metrics.add(metrics.buffer_pairs, 1);
+            },
+        );
+        let mut result = frontend::push_all(rewriter, input, out);
+        if result.is_ok() && end_of_stream {
+            result = rewriter.finish(out).map(drop);
         }
+        pool::reclaim(rewriter);
         let stats = *rewriter.stats();
         self.report(&stats);
-        Ok(())
+        result
     }
 }
 
@@ -386,7 +404,8 @@ impl HttpContext for Stream {
             return Action::Continue;
         }
         let metrics = &self.metrics;
-        let (check, hold) = pool::take(self.gateway.buffer, || {
+        let gateway = &self.gateway;
+        let (check, hold) = pool::take(gateway.buffer, gateway.buffer_budget, |_| {
             metrics.add(metrics.buffer_pairs, 1);
         });
         let request = RequestRewriter::new(check, hold, self.gateway.dialect)
@@ -427,18 +446,20 @@ impl HttpContext for Stream {
         let Some(request) = &mut self.request else {
             return Action::Continue;
         };
-        self.out.clear();
+        let mut out = scratch::take();
         let mut verdict = match host::request_body(body_size) {
-            Some(input) => request.push(&input, &mut self.out),
+            Some(input) => request.push(&input, &mut out),
             None => Err(Refusal::OutputFull),
         };
         if verdict.is_ok() && end_of_stream {
-            verdict = request.finish(&mut self.out).map(drop);
+            verdict = request.finish(&mut out).map(drop);
         }
+        if verdict.is_ok() {
+            host::replace_request_body(body_size, &out);
+        }
+        scratch::give_back(out);
         match verdict {
             Ok(()) => {
-                host::replace_request_body(body_size, &self.out);
-                self.out.clear();
                 if end_of_stream {
                     self.passed();
                 }
@@ -448,7 +469,6 @@ impl HttpContext for Stream {
                 // Nothing of this chunk goes on; the upstream request is
                 // reset with the local answer.
                 host::replace_request_body(body_size, &[]);
-                self.out.clear();
                 self.refuse(&refusal);
                 Action::Pause
             }
@@ -504,14 +524,15 @@ impl HttpContext for Stream {
             }
             _ => return Action::Continue,
         }
-        self.out.clear();
+        let mut out = scratch::take();
         let result = match host::response_body(body_size) {
-            Some(input) => self.rewrite(&input, end_of_stream),
+            Some(input) => self.rewrite(&input, end_of_stream, &mut out),
             None => Err(RewriteError::Write),
         };
-        if body_size > 0 || !self.out.is_empty() {
-            host::replace_response_body(body_size, &self.out);
+        if body_size > 0 || !out.is_empty() {
+            host::replace_response_body(body_size, &out);
         }
+        scratch::give_back(out);
         match result {
             Err(e) => {
                 log::error!(
@@ -523,11 +544,6 @@ impl HttpContext for Stream {
             }
             Ok(()) if end_of_stream => self.release(State::Done, "finished"),
             Ok(()) => {}
-        }
-        self.out.clear();
-        if self.out.capacity() > self.gateway.buffer.saturating_mul(4) {
-            // A large chunk's output is not kept for the stream's life.
-            self.out = Vec::new();
         }
         Action::Continue
     }
@@ -544,5 +560,28 @@ impl Drop for Stream {
             self.metrics.add(self.metrics.aborted, 1);
             self.release(State::Done, "aborted");
         }
+    }
+}
+
+/// The output of the chunk at hand: one `Vec` per VM (callbacks never
+/// overlap), so a stream holds no output between its chunks. It keeps the
+/// capacity of the largest chunk's output (Envoy's buffer limits bound a
+/// chunk).
+mod scratch {
+    use std::cell::RefCell;
+
+    thread_local! {
+        static OUT: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// The scratch, empty (a new `Vec` if it is out).
+    pub fn take() -> Vec<u8> {
+        OUT.take()
+    }
+
+    /// Puts it back, emptied.
+    pub fn give_back(mut out: Vec<u8>) {
+        out.clear();
+        OUT.set(out);
     }
 }

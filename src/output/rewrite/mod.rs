@@ -185,6 +185,75 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         (self.pipeline.into_buffer(), self.spool.into_buffer())
     }
 
+    /// Whether the buffers hold part of a block: one that spans pushes
+    /// (its payload in the frame buffer, its original bytes in the raw
+    /// buffer). Between blocks they hold nothing, and
+    /// [`take_buffers`](Self::take_buffers) can lend them to another stream;
+    /// once the stream has ended, too.
+    pub fn holds_block(&self) -> bool {
+        self.state == State::Open && (self.spool.len() != 0 || self.pipeline.holds_frame())
+    }
+
+    /// Takes the frame and raw buffers out while they hold nothing
+    /// ([`holds_block`](Self::holds_block) is false; else `None`), and
+    /// leaves the rewriter with empty ones. Its state stays: give it
+    /// buffers again with [`put_buffers`](Self::put_buffers) before its
+    /// next push, which may be of other buffers, of another size. So a
+    /// gateway needs buffers only for streams with a block in flight, not
+    /// for every stream open (pushed without buffers, a block that spans
+    /// pushes is [`RewriteError::RawBuffer`]).
+    ///
+    /// ```
+    /// use agui_stream::{Config, rewrite::{Options, Rewriter}};
+    /// let (mut frames, mut raw) = ([0u8; 1024], [0u8; 1024]);
+    /// let mut rewriter = Rewriter::new(&mut [], &mut [], Config::new(), Options::new());
+    /// let mut out = Vec::new();
+    /// let mut lent = Some((&mut frames[..], &mut raw[..]));
+    /// let stream = b": ping\n\ndata: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n";
+    /// for push in stream.chunks(32) {
+    ///     if let Some((frames, raw)) = lent.take() {
+    ///         rewriter.put_buffers(frames, raw).unwrap();
+    ///     }
+    ///     rewriter.push(push, &mut out)?;
+    ///     // Between blocks the buffers go back (after the last push).
+    ///     lent = rewriter.take_buffers();
+    ///     assert_eq!(lent.is_some(), !rewriter.holds_block());
+    /// }
+    /// assert!(lent.is_some());
+    /// assert_eq!(out, stream);
+    /// # Ok::<(), agui_stream::rewrite::RewriteError>(())
+    /// ```
+    pub fn take_buffers(&mut self) -> Option<(&'b mut [u8], &'b mut [u8])> {
+        if self.holds_block() {
+            return None;
+        }
+        let frames = self.pipeline.replace_buffer(&mut []);
+        let raw = self.spool.replace_buffer(&mut []);
+        Some((frames, raw))
+    }
+
+    /// Gives the rewriter `frames` and `raw` to read on with, and returns
+    /// the buffers it had (empty ones after
+    /// [`take_buffers`](Self::take_buffers)).
+    ///
+    /// # Errors
+    ///
+    /// The buffers given, untouched, if the rewriter's own hold part of a
+    /// block ([`holds_block`](Self::holds_block)).
+    #[allow(clippy::type_complexity)]
+    pub fn put_buffers(
+        &mut self,
+        frames: &'b mut [u8],
+        raw: &'b mut [u8],
+    ) -> Result<(&'b mut [u8], &'b mut [u8]), (&'b mut [u8], &'b mut [u8])> {
+        if self.holds_block() {
+            return Err((frames, raw));
+        }
+        let frames = self.pipeline.replace_buffer(frames);
+        let raw = self.spool.replace_buffer(raw);
+        Ok((frames, raw))
+    }
+
     /// What went through so far.
     pub fn stats(&self) -> &Stats {
         &self.stats

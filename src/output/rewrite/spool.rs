@@ -96,6 +96,12 @@ impl<'b> Spool<'b> {
         self.buf
     }
 
+    /// Puts `buf` in place of the buffer and returns the old one; only
+    /// where it holds nothing.
+    pub(super) fn replace_buffer(&mut self, buf: &'b mut [u8]) -> &'b mut [u8] {
+        core::mem::replace(&mut self.buf, buf)
+    }
+
     /// Bytes held.
     pub(super) const fn len(&self) -> usize {
         self.len
