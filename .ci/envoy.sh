@@ -63,6 +63,8 @@ envoy=$(scripts/install-envoy.sh | tail -n 1)
 step "agui (the offline gateway the bodies are compared with)"
 cargo build --release -p agui-cli
 
+# Each run checks responses and agent requests (scripts/request_e2e.py)
+# alike, and fails on any deprecation warning in Envoy's log.
 step "end to end: scripts/envoy-e2e.sh tests/corpus/real, the speed build"
 FILTER=$wasm ENVOY=$envoy scripts/envoy-e2e.sh tests/corpus/real
 

@@ -40,7 +40,10 @@
 #     get_weather): a valid one reaches the upstream whole (byte for byte,
 #     or without the denied tool's entry), an invalid one is answered 400
 #     (413) with the JSON problem and never reaches the upstream whole;
-#     some sent slowly in small pieces; a plain POST unchecked;
+#     some sent slowly in small pieces; a body of exactly max_request_bytes
+#     passes, one over it is answered 413 (with a content-length, before
+#     the upstream sees any of it; chunked, never whole upstream); a plain
+#     POST unchecked;
 #   - a compressor before the filter and a decompressor after it: a gzip
 #     client gets the output compressed (still streaming), a gzip upstream
 #     is rewritten (a cut one not repaired: the decompressor ends the body
@@ -51,6 +54,8 @@
 #     policies, each followed by a normal stream, /ready and no VM reload;
 #   - the filter's metrics in /stats (exact where they can be), its log
 #     lines, no panic or trap in Envoy's log;
+#   - no deprecation warning in Envoy's log: no deprecated configuration
+#     field, and (the dynamic module) the ABI version Envoy has, "matched";
 #   - a bad plugin configuration fails Envoy's start.
 # Prints the time to first event, Envoy's memory and the wall time.
 #
@@ -597,32 +602,28 @@ fi
 
 phase "agent requests: the request corpus through both listeners (scripts/request_e2e.py)"
 requests_checked=0
-if [ "$kind" = native ]; then
-    na "agent requests: the dynamic module does not check requests (the proxy-wasm filter and http_proxy do)"
-else
-    for listener in plain other; do
-        deadline_check
-        if [ "$listener" = plain ]; then
-            args=("$envoy")
-        else
-            args=(--deny "$other_tool" "$envoy_other")
-        fi
-        status=0
-        out=$(timeout 600 python3 scripts/request_e2e.py --tag "$listener" --agui "$AGUI" "${args[@]}" \
-            tests/corpus/requests "$work/record" 2>&1) || status=$?
-        if [ "$status" != 0 ] && ! grep -q '^FAIL ' <<<"$out"; then
-            bad "scripts/request_e2e.py ($listener) stopped with status $status"
-        fi
-        while IFS= read -r line; do
-            case "$line" in
-                "ok   "*) ok "${line#ok   }" ;;
-                "FAIL "*) bad "${line#FAIL }" ;;
-                "checked "*) requests_checked=$((requests_checked + ${line#checked })) ;;
-                *) say "     $line" ;;
-            esac
-        done <<<"$out"
-    done
-fi
+for listener in plain other; do
+    deadline_check
+    if [ "$listener" = plain ]; then
+        args=("$envoy")
+    else
+        args=(--deny "$other_tool" "$envoy_other")
+    fi
+    status=0
+    out=$(timeout 600 python3 scripts/request_e2e.py --tag "$listener" --agui "$AGUI" "${args[@]}" \
+        tests/corpus/requests "$work/record" 2>&1) || status=$?
+    if [ "$status" != 0 ] && ! grep -q '^FAIL ' <<<"$out"; then
+        bad "scripts/request_e2e.py ($listener) stopped with status $status"
+    fi
+    while IFS= read -r line; do
+        case "$line" in
+            "ok   "*) ok "($kind) ${line#ok   }" ;;
+            "FAIL "*) bad "($kind) ${line#FAIL }" ;;
+            "checked "*) requests_checked=$((requests_checked + ${line#checked })) ;;
+            *) say "     $line" ;;
+        esac
+    done <<<"$out"
+done
 
 # ------------------------------------------------------------------ compression
 
@@ -783,7 +784,10 @@ checks=(
 grep -q "\"toolCallName\":\"$other_tool\"" "$captures"/*.sse && checks+=("tool_events_dropped -gt 0")
 if [ "$requests_checked" -gt 0 ]; then
     checks+=("requests_checked -eq $requests_checked" "requests_refused_json -gt 30"
-        "requests_refused_schema -gt 60" "requests_refused_capacity -ge 2" "requests_rewritten -gt 0")
+        "requests_refused_schema -gt 60" "requests_refused_capacity -ge 2"
+        "requests_refused_too_large -ge 4" "requests_rewritten -gt 0")
+else
+    bad "no agent request was checked"
 fi
 for c in "${checks[@]}"; do
     read -r name op value <<<"$c"
@@ -810,6 +814,22 @@ if grep -Eiq 'panicked|wasm trap|unreachable|RuntimeError|Function: proxy_on_[a-
     grep -Ei 'panicked|wasm trap|unreachable|RuntimeError|failed' "$work/envoy.log" | head -n 5
 else
     ok "no panic, trap or failed VM in Envoy's log"
+fi
+# Envoy warns of a deprecated configuration field ("Deprecated field: …
+# Using deprecated option …") and of a dynamic module built for an older
+# ABI ("Dynamic module ABI version … is deprecated"): neither may appear.
+if grep -Eiq 'deprecat' "$work/envoy.log"; then
+    bad "deprecation warnings in Envoy's log:"
+    grep -Ei 'deprecat' "$work/envoy.log" | sort -u | head -n 5 | cut -c1-300
+else
+    ok "no deprecation warning in Envoy's log (configuration fields, module ABI)"
+fi
+if [ "$kind" = native ]; then
+    if grep -q 'Dynamic module ABI version .* matched' "$work/envoy.log"; then
+        ok "Envoy: $(grep -o 'Dynamic module ABI version .* matched' "$work/envoy.log" | head -n 1)"
+    else
+        bad "Envoy did not say the module's ABI version matched"
+    fi
 fi
 if [ "$kind" = native ]; then
     na "VM reloads: a dynamic module runs in no VM"

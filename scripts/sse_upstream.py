@@ -142,7 +142,9 @@ class Handler(socketserver.BaseRequestHandler):
         sock.settimeout(30)
         while True:
             if chunked:
-                body = dechunk(raw)
+                # Only once the last chunk may be there (a long body comes
+                # in many reads).
+                body = dechunk(raw) if raw.endswith(b"\r\n\r\n") else None
             elif len(raw) >= length:
                 body = raw[:length]
             if body is not None:
@@ -261,7 +263,7 @@ class Handler(socketserver.BaseRequestHandler):
 
 def dechunk(raw):
     """A chunked body's data once its last chunk arrived, else None."""
-    body, at = b"", 0
+    body, at = [], 0
     while True:
         end = raw.find(b"\r\n", at)
         if end < 0:
@@ -272,10 +274,10 @@ def dechunk(raw):
             return None
         data = end + 2
         if size == 0:
-            return body if raw[data:].startswith(b"\r\n") else None
+            return b"".join(body) if raw[data:].startswith(b"\r\n") else None
         if len(raw) < data + size + 2:
             return None
-        body += raw[data : data + size]
+        body.append(raw[data : data + size])
         at = data + size + 2
 
 

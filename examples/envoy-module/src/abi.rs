@@ -1,16 +1,36 @@
 //! Envoy's dynamic-module C ABI, the part this filter uses, and safe
 //! wrappers over it: the only `unsafe` code of the filter.
 //!
-//! Declared by hand from Envoy 1.40.0's
-//! `source/extensions/dynamic_modules/abi/abi.h` (the ABI version string
-//! `v0.1.0`): the event hooks Envoy calls (`envoy_dynamic_module_on_*`,
-//! exported from lib.rs) and the callbacks the filter calls
-//! (`envoy_dynamic_module_callback_*`, exported by the Envoy binary and
-//! bound when Envoy `dlopen`s the module). The header read is the version
-//! whose symbols the 1.40.0 binary exports; four callbacks
-//! (`get_body_chunks_size`, `define_counter`, `increment_counter`, `log`)
-//! were also checked against the binary's code (which registers hold which
-//! argument), and the end to end test exercises every one.
+//! Declared by hand from Envoy's
+//! `source/extensions/dynamic_modules/abi/abi.h`, for Envoy 1.40.0, whose
+//! current ABI version is `v0.2.0` ([`ABI_VERSION`]): the event hooks
+//! Envoy calls (`envoy_dynamic_module_on_*`, exported from exports.rs)
+//! and the callbacks the filter calls (`envoy_dynamic_module_callback_*`,
+//! exported by the Envoy binary and bound when Envoy `dlopen`s the
+//! module).
+//!
+//! From `v0.1.0` (what this module first declared; Envoy 1.40 still loads
+//! it, with a "deprecated" warning) to `v0.2.0` nothing this module
+//! declares changed: the header promises that a `v0.1.y` module works
+//! with a `v0.2.x` Envoy, and Envoy 1.40 calls a module's hooks and
+//! serves its callbacks the same whatever version it returns (one symbol,
+//! one signature each; the version only chooses the log line). What
+//! `v0.2.0` has besides is new, and optional to a module: hooks Envoy
+//! 1.40 looks up but does not require (`on_http_filter_local_reply`,
+//! `on_http_filter_per_route_config_*`, the `on_http_filter_config_*`
+//! callout, stream and scheduler hooks), none of which this filter needs,
+//! and more callbacks. So the move is the version string, and the
+//! declarations this module added with it (the request body kinds,
+//! `send_response`, the request hooks' stop statuses in exports.rs).
+//!
+//! How the declarations were checked: against the header's text (the
+//! version whose symbols the 1.40.0 binary exports) and against the
+//! binary itself: every callback declared is one of its exported symbols,
+//! every hook one of the names it looks up, and five callbacks
+//! (`get_body_chunks_size`, `define_counter`, `increment_counter`, `log`,
+//! `send_response`) against its code (which registers and stack slots
+//! hold which argument: `send_response`'s `details` buffer is its 7th and
+//! 8th words, on the stack). The end to end test exercises every one.
 //!
 //! The rules the wrappers rely on (abi.h): a filter's Envoy pointer is valid
 //! from `on_http_filter_new` to `on_http_filter_destroy`, and is used only
@@ -89,12 +109,26 @@ pub enum Headers {
 #[derive(Clone, Copy)]
 #[repr(u32)]
 pub enum Body {
+    /// The request body chunk the hook is called with.
+    ReceivedRequest = 0,
+    /// The request body Envoy buffers; where the filter does not buffer,
+    /// adding to it adds data after the last chunk (`addDecodedData`: in
+    /// the trailers hook, body before the trailers).
+    BufferedRequest = 1,
     /// The response body chunk the hook is called with.
     ReceivedResponse = 2,
     /// The response body Envoy buffers; where the filter does not buffer,
     /// adding to it adds data after the last chunk (`addEncodedData`: in
     /// the trailers hook, body before the trailers).
     BufferedResponse = 3,
+}
+
+/// `envoy_dynamic_module_type_module_http_header`: a header the module
+/// owns, lent for one call.
+#[repr(C)]
+struct ModuleHeader {
+    key: ModuleBuffer,
+    value: ModuleBuffer,
 }
 
 /// `envoy_dynamic_module_type_log_level`.
@@ -107,10 +141,12 @@ pub enum Level {
 }
 
 /// The ABI version this module was written against (`abi.h`'s
-/// `ENVOY_DYNAMIC_MODULES_ABI_VERSION`), returned by
-/// `envoy_dynamic_module_on_program_init`. Envoy 1.40 logs a warning (and
-/// goes on) when it differs from its own.
-pub const ABI_VERSION: &core::ffi::CStr = c"v0.1.0";
+/// `ENVOY_DYNAMIC_MODULES_ABI_VERSION`: Envoy 1.40.0's is `v0.2.0`),
+/// returned by `envoy_dynamic_module_on_program_init`. Envoy logs "ABI
+/// version … matched" when it is its own, and a warning that it "is
+/// deprecated" (then goes on) when it is not; the end to end test fails on
+/// the warning.
+pub const ABI_VERSION: &core::ffi::CStr = c"v0.2.0";
 
 /// `envoy_dynamic_module_type_metrics_result_Success`.
 const METRICS_SUCCESS: u32 = 0;
@@ -150,6 +186,14 @@ unsafe extern "C" {
         kind: u32,
         data: ModuleBuffer,
     ) -> bool;
+    fn envoy_dynamic_module_callback_http_send_response(
+        filter: *mut c_void,
+        status_code: u32,
+        headers: *const ModuleHeader,
+        headers_length: usize,
+        body: ModuleBuffer,
+        details: ModuleBuffer,
+    );
     fn envoy_dynamic_module_callback_http_filter_config_define_counter(
         config: *mut c_void,
         name: ModuleBuffer,
@@ -276,16 +320,17 @@ impl Hook<'_> {
         };
         slices.clear();
         slices.resize(n, EnvoyBuffer::EMPTY);
-        // SAFETY: `slices` has room for the `n` buffers Envoy writes (the
-        // body cannot change between the two calls: one thread, no call
-        // in between).
-        let ok = unsafe {
-            envoy_dynamic_module_callback_http_get_body_chunks(
-                self.ptr,
-                kind as u32,
-                slices.as_mut_ptr(),
-            )
-        };
+        // No slice: an empty body (nothing to ask for). SAFETY: `slices`
+        // has room for the `n` buffers Envoy writes (the body cannot
+        // change between the two calls: one thread, no call in between).
+        let ok = n == 0
+            || unsafe {
+                envoy_dynamic_module_callback_http_get_body_chunks(
+                    self.ptr,
+                    kind as u32,
+                    slices.as_mut_ptr(),
+                )
+            };
         ok.then(|| {
             slices.iter().map(|b| {
                 if b.ptr.is_null() {
@@ -316,6 +361,40 @@ impl Hook<'_> {
                 self.ptr,
                 kind as u32,
                 ModuleBuffer::of(data),
+            )
+        }
+    }
+
+    /// Answers the request locally (Envoy's `sendLocalReply`): `status`,
+    /// the headers `headers` (names in lower case), `body`; `details` is
+    /// the response code details Envoy logs (one word). The hook that calls
+    /// it then stops the request's iteration: the upstream request, if it
+    /// started, is reset, its body never ended.
+    pub fn send_response(
+        &mut self,
+        status: u16,
+        headers: &[(&str, &[u8])],
+        body: &[u8],
+        details: &str,
+    ) {
+        let headers: Vec<ModuleHeader> = headers
+            .iter()
+            .map(|(name, value)| ModuleHeader {
+                key: ModuleBuffer::of(name.as_bytes()),
+                value: ModuleBuffer::of(value),
+            })
+            .collect();
+        // SAFETY: a live filter pointer; the headers, body and details
+        // valid for the call (Envoy copies them); `&mut self`: no body
+        // slice is borrowed.
+        unsafe {
+            envoy_dynamic_module_callback_http_send_response(
+                self.ptr,
+                u32::from(status),
+                headers.as_ptr(),
+                headers.len(),
+                ModuleBuffer::of(body),
+                ModuleBuffer::of(details.as_bytes()),
             )
         }
     }

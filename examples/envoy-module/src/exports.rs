@@ -12,11 +12,27 @@
 use core::ffi::{c_char, c_void};
 
 use crate::abi::{self, ConfigHook, EnvoyBuffer, Hook};
+use crate::request::Verdict;
 use crate::{Filter, FilterConfig};
 
-/// `envoy_dynamic_module_type_on_http_filter_*_status_Continue`: every
-/// hook lets the stream go on (stopping would make Envoy buffer it).
+/// `envoy_dynamic_module_type_on_http_filter_*_status_Continue`: the
+/// stream goes on (the response hooks never stop it: stopping would make
+/// Envoy buffer it).
 const CONTINUE: u32 = 0;
+/// `…_request_headers_status_StopIteration` and
+/// `…_request_trailers_status_StopIteration`: after a local answer.
+const STOP_ITERATION: u32 = 1;
+/// `…_request_body_status_StopIterationNoBuffer`: after a local answer,
+/// nothing of the body is kept.
+const STOP_ITERATION_NO_BUFFER: u32 = 3;
+
+/// A request hook's status: `stop` after a local answer.
+fn status(verdict: Option<Verdict>, stop: u32) -> u32 {
+    match verdict {
+        Some(Verdict::Stop) => stop,
+        _ => CONTINUE,
+    }
+}
 
 /// Called once, when Envoy loads the module: its ABI version.
 #[unsafe(no_mangle)]
@@ -90,17 +106,16 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_destroy(filter: *co
 /// # Safety
 /// The hook's own pointers: Envoy's filter and the module's (from
 /// `envoy_dynamic_module_on_http_filter_new`), on the filter's thread.
-unsafe fn call(
+unsafe fn call<R>(
     envoy: *mut c_void,
     filter: *const c_void,
-    f: impl FnOnce(&mut Filter, &mut Hook<'_>),
-) {
+    f: impl FnOnce(&mut Filter, &mut Hook<'_>) -> R,
+) -> Option<R> {
     // SAFETY: the caller's contract; one hook at a time per filter, so the
     // `&mut` is the only reference, and the `Hook` is dropped before the
     // hook returns.
-    if let Some(filter) = unsafe { filter.cast_mut().cast::<Filter>().as_mut() } {
-        f(filter, &mut unsafe { Hook::new(envoy) });
-    }
+    let filter = unsafe { filter.cast_mut().cast::<Filter>().as_mut() }?;
+    Some(f(filter, &mut unsafe { Hook::new(envoy) }))
 }
 
 /// # Safety
@@ -109,11 +124,48 @@ unsafe fn call(
 pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_headers(
     envoy: *mut c_void,
     filter: *const c_void,
-    _end_of_stream: bool,
+    end_of_stream: bool,
 ) -> u32 {
     // SAFETY: the hook's contract.
-    unsafe { call(envoy, filter, |f, hook| f.on_request_headers(hook)) };
-    CONTINUE
+    let verdict = unsafe {
+        call(envoy, filter, |f, hook| {
+            f.on_request_headers(hook, end_of_stream)
+        })
+    };
+    status(verdict, STOP_ITERATION)
+}
+
+/// A chunk of the request body (an agent request's is checked).
+///
+/// # Safety
+/// Envoy's hook contract (see [`call`]).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_body(
+    envoy: *mut c_void,
+    filter: *const c_void,
+    end_of_stream: bool,
+) -> u32 {
+    // SAFETY: the hook's contract.
+    let verdict = unsafe {
+        call(envoy, filter, |f, hook| {
+            f.on_request_body(hook, end_of_stream)
+        })
+    };
+    status(verdict, STOP_ITERATION_NO_BUFFER)
+}
+
+/// The request's trailers: the end of a body that has them.
+///
+/// # Safety
+/// Envoy's hook contract (see [`call`]).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_trailers(
+    envoy: *mut c_void,
+    filter: *const c_void,
+) -> u32 {
+    // SAFETY: the hook's contract.
+    let verdict = unsafe { call(envoy, filter, |f, hook| f.on_request_trailers(hook)) };
+    status(verdict, STOP_ITERATION)
 }
 
 /// # Safety
@@ -174,25 +226,6 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_stream_complete(
 ) {
     // SAFETY: the hook's contract.
     unsafe { call(envoy, filter, |f, hook| f.on_stream_complete(hook)) };
-}
-
-/// Hooks for what the filter does not look at: the request body and
-/// trailers go on untouched.
-#[unsafe(no_mangle)]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_request_body(
-    _envoy: *mut c_void,
-    _filter: *const c_void,
-    _end_of_stream: bool,
-) -> u32 {
-    CONTINUE
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_request_trailers(
-    _envoy: *mut c_void,
-    _filter: *const c_void,
-) -> u32 {
-    CONTINUE
 }
 
 /// The filter never buffers, so the client's pace needs nothing of it:

@@ -6,8 +6,12 @@
 //! (the JSON object every front end takes, examples/shared/frontend.rs, as
 //! the `filter_config` `StringValue`; a bad one fails Envoy's
 //! configuration), the same response-header policy and edits, the same
-//! metrics (`agui_stream.*`, shown by Envoy as `dynamicmodulescustom.…`)
-//! and the same per-stream log line. Where it differs:
+//! request side (request.rs: an agent request's `RunAgentInput` body
+//! checked as it streams upstream, refused with 400 or 413 and a JSON
+//! problem before the agent acts, denied tools taken out of `tools`), the
+//! same metrics (`agui_stream.*`, shown by Envoy as
+//! `dynamicmodulescustom.…`) and the same per-stream log line. Where it
+//! differs:
 //!
 //! - Each body chunk is read where Envoy holds it (its slices, no copy)
 //!   straight into the rewriter, and the chunk's bytes are replaced by the
@@ -16,7 +20,8 @@
 //!   Envoy's decompressor adds) is repaired too: in the trailers hook
 //!   `finish`'s output goes in as body before the trailers
 //!   (`addEncodedData`), which proxy-wasm cannot do. Counted in
-//!   `trailers`.
+//!   `trailers`. Likewise a request body that ends with trailers gets its
+//!   verdict there.
 //! - Native code: no VM to trap or reload. The filter has no `unsafe`
 //!   outside abi.rs and exports.rs, and no unwrap, panic or indexing (the
 //!   lints below); a panic would abort Envoy (`panic = "abort"`).
@@ -30,7 +35,8 @@
 //! keeps them after it only while a block is in flight (a chunk ended
 //! inside it); the output of a chunk is written into a per-thread scratch
 //! `Vec` ([`Scratch`]), so a stream between blocks holds nothing but its
-//! rewriter's state.
+//! rewriter's state. An agent request's rewriter and buffers exist from
+//! its headers to the end of its body only (request.rs).
 #![deny(unsafe_code)]
 #![deny(
     clippy::unwrap_used,
@@ -49,6 +55,7 @@ mod exports;
 mod frontend;
 #[path = "../../shared/pool.rs"]
 mod pool;
+mod request;
 
 use std::cell::RefCell;
 
@@ -56,6 +63,7 @@ use agui_stream::rewrite::{RewriteError, Rewriter, Stats};
 
 use abi::{Body, ConfigHook, EnvoyBuffer, Headers, Hook, Level};
 use frontend::{Gateway, HeaderEdit, RESPONSE_EDITS, Reported, StatsLine};
+use request::Verdict;
 
 /// The rewriter's counters (`Stats::counters`), in that order.
 const COUNTERS: usize = Stats::COUNTER_NAMES.len();
@@ -72,6 +80,8 @@ struct Metrics {
     trailers: Option<usize>,
     /// Buffer pairs allocated (never freed: a counter).
     buffer_pairs: Option<usize>,
+    /// Agent requests: checked, refused by reason, rewritten.
+    requests: request::Counters,
 }
 
 /// One filter configuration: the gateway's options and the counters.
@@ -104,6 +114,7 @@ impl FilterConfig {
             aborted: counter("aborted"),
             trailers: counter("trailers"),
             buffer_pairs: counter("buffer_pairs"),
+            requests: request::Counters::define(counter),
         };
         abi::log(
             Level::Info,
@@ -138,6 +149,9 @@ pub struct Filter {
     reported: Reported,
     /// The request's path, for the log line.
     path: String,
+    /// An agent request's body being checked (request.rs): from its
+    /// headers to the end of its body, no longer.
+    request: request::Request,
 }
 
 impl Filter {
@@ -147,10 +161,11 @@ impl Filter {
             state: State::Waiting,
             reported: Reported::new(),
             path: String::new(),
+            request: None,
         }
     }
 
-    fn on_request_headers(&mut self, hook: &mut Hook<'_>) {
+    fn on_request_headers(&mut self, hook: &mut Hook<'_>, end_of_stream: bool) -> Verdict {
         if let (Some(path), _) = hook.header(Headers::Request, ":path", 0) {
             let path = path.get(..256).unwrap_or(path);
             self.path = String::from_utf8_lossy(path).into_owned();
@@ -162,6 +177,7 @@ impl Filter {
             // A compressed stream cannot be rewritten.
             hook.set_header(Headers::Request, "accept-encoding", Some(b"identity"));
         }
+        self.check_request_headers(hook, end_of_stream)
     }
 
     fn on_response_headers(&mut self, hook: &mut Hook<'_>, end_of_stream: bool) {
@@ -282,6 +298,8 @@ impl Filter {
     }
 
     fn on_stream_complete(&mut self, hook: &mut Hook<'_>) {
+        // The request went away before its body ended.
+        self.release_request();
         if matches!(self.state, State::Rewriting(_)) {
             // The stream went away before its end (a reset, a client gone).
             hook.increment_counter(self.config.metrics.aborted, 1);
@@ -328,6 +346,7 @@ impl Filter {
 
 impl Drop for Filter {
     fn drop(&mut self) {
+        self.release_request();
         // `on_stream_complete` released it; if not (no hook left to count
         // with), the buffers at least go back.
         if let State::Rewriting(rewriter) = core::mem::replace(&mut self.state, State::Done) {
