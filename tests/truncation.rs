@@ -271,6 +271,41 @@ fn a_tool_result_cut_at_150_000_bytes_is_truncated_at_any_buffer() {
     assert_eq!(outputs[0], outputs[1]);
 }
 
+/// A run cut inside its own RUN_STARTED (a large `input`): no run had
+/// started, yet the client must learn it failed. At every buffer the
+/// output ends with `RUN_ERROR` `AGUI_STREAM_TRUNCATED` (which may stand
+/// alone as a stream's first event), and the client reads nothing else:
+/// the part of the block that went out ahead of its verdict is cut.
+#[test]
+fn a_run_cut_inside_its_own_run_started_is_truncated_at_any_buffer() {
+    let started = format!(
+        r#"{{"type":"RUN_STARTED","threadId":"t1","runId":"r1","input":{{"threadId":"t1","runId":"r1","state":{{}},"messages":[{{"id":"u1","role":"user","content":"{}"}}],"tools":[],"context":[],"forwardedProps":{{}}}}}}"#,
+        STRING_UNIT.repeat(LARGE / STRING_UNIT.len())
+    );
+    let stream = support::sse(&[started]);
+    let middle = at(&stream, "content") + LARGE / 2;
+    let mut runs = 0;
+    // In the value, in the first members (a small block), at its last
+    // byte.
+    let cuts = cuts_around(middle, STRING_UNIT.len()).chain([
+        (40, true),
+        (60, true),
+        (stream.len() - 3, false),
+    ]);
+    for (cut, one_byte) in cuts {
+        runs += same_at_every_buffer("RUN_STARTED", &stream, cut, End::Truncated, one_byte);
+        // The client sees the repair and nothing else.
+        let (out, _) = gateway(
+            &stream[..cut],
+            (&mut vec![0; 1024], &mut vec![0; 1024]),
+            7,
+            false,
+        );
+        assert_eq!(client_view(&out).0, [TRUNCATED], "cut at {cut}");
+    }
+    assert!(runs > 100, "{runs}");
+}
+
 /// (a) Cut inside a large string value of the last frame.
 #[test]
 fn a_large_string_cut_anywhere_is_truncated_at_any_buffer() {

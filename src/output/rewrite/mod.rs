@@ -337,7 +337,13 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                 return Ok(None);
             }
         };
-        if self.options.repair && summary.run == crate::check::verify::RunPhase::Active {
+        // A run that never finished, or a stream cut inside a frame where
+        // no run was going (its own RUN_STARTED, cut): the client learns
+        // the run failed (`end_run` writes the RUN_ERROR only where the
+        // client accepts one: a RUN_ERROR may be a stream's first event).
+        if self.options.repair
+            && (summary.run == crate::check::verify::RunPhase::Active || stop.cut())
+        {
             self.truncated(out)?;
         }
         Ok(Some(summary))

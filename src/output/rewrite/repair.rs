@@ -112,6 +112,9 @@ impl RunError {
 pub(super) struct Stop {
     run_error: RunError,
     stopped: bool,
+    /// The input ended inside a frame's JSON (a truncation, whether or not
+    /// a run had started).
+    cut: bool,
 }
 
 impl Stop {
@@ -119,7 +122,17 @@ impl Stop {
         Stop {
             run_error: RunError::new(),
             stopped: false,
+            cut: false,
         }
+    }
+
+    /// The input ended inside a frame's JSON.
+    pub(super) fn set_cut(&mut self) {
+        self.cut = true;
+    }
+
+    pub(super) fn cut(&self) -> bool {
+        self.cut
     }
 
     pub(super) fn stopped(&self) -> bool {

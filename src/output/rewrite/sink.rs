@@ -54,6 +54,7 @@ impl<W: Write + ?Sized> Sink for Forward<'_, W> {
             if self.frame.streamed {
                 self.end_streamed();
             }
+            self.stop.set_cut();
             self.stats.dropped = self.stats.dropped.saturating_add(1);
             return ControlFlow::Continue(());
         }
