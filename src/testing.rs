@@ -1,40 +1,50 @@
 //! Test hooks, in one place and named as such (hidden from the docs, not
 //! API): the switch the tests use to compare the fast paths with the
 //! general ones, and the work counter behind `tests/linear_time.rs`.
-//! Outside the tests both compile to nothing: the switch is a constant
-//! `true`, and the counter counts only with the `work-count` feature.
+//! The switch is per thread (a test's comparison does not change what
+//! the tests running beside it take); outside the tests it is a constant
+//! `true` and compiles away, and the counter counts only with the
+//! `work-count` feature.
 //! A leaf: it imports nothing of the crate.
 
-/// Set by a test to run the general paths only. Both kinds of path give
-/// the same results, so tests running meanwhile are not affected (a test
-/// of a fast path's own answer calls it directly, not through the switch).
 #[cfg(test)]
-static GENERAL_ONLY: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+extern crate std;
 
-/// Whether the fast paths may run (always, outside the tests): every fast
-/// path asks first, and takes the general path when it says no.
+#[cfg(test)]
+std::thread_local! {
+    /// Set while this thread runs the general paths only (see
+    /// [`general_only`]). Per thread, so a comparison's general run turns
+    /// off the fast paths of its own thread alone: the tests running
+    /// meanwhile on other threads, a comparison's fast run among them,
+    /// take their fast paths as usual.
+    static GENERAL_ONLY: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
+/// Whether the fast paths may run: every fast path asks first, and takes
+/// the general path when it says no. Outside the tests a constant `true`;
+/// in them, true unless this thread is inside [`general_only`].
 #[inline(always)]
 pub(crate) fn fast_paths() -> bool {
     #[cfg(test)]
-    return !GENERAL_ONLY.load(core::sync::atomic::Ordering::Relaxed);
+    return !GENERAL_ONLY.with(core::cell::Cell::get);
     #[cfg(not(test))]
     true
 }
 
-/// Runs `f` with the fast paths off (tests only). Serialized, so that two
-/// comparisons do not turn the switch back on under each other.
+/// Runs `f` with the fast paths off on this thread (tests only), then
+/// puts the switch back as it was (also if `f` panics). Only what `f`
+/// runs on this thread takes the general paths: work it hands to another
+/// thread would take the fast ones.
 #[cfg(test)]
 pub(crate) fn general_only<T>(f: impl FnOnce() -> T) -> T {
-    extern crate std;
-    use core::sync::atomic::Ordering;
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _guard = LOCK
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    GENERAL_ONLY.store(true, Ordering::Relaxed);
-    let out = f();
-    GENERAL_ONLY.store(false, Ordering::Relaxed);
-    out
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            GENERAL_ONLY.with(|g| g.set(self.0));
+        }
+    }
+    let _restore = Restore(GENERAL_ONLY.with(|g| g.replace(true)));
+    f()
 }
 
 /// The corpus's streams (tests only): every `.sse` file of
@@ -42,7 +52,6 @@ pub(crate) fn general_only<T>(f: impl FnOnce() -> T) -> T {
 /// read it skip themselves under miri (no file system there).
 #[cfg(test)]
 pub(crate) fn corpus_streams() -> std::vec::Vec<std::vec::Vec<u8>> {
-    extern crate std;
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
     let mut files = std::vec::Vec::new();
     for dir in ["conformance", "extra", "real"] {
