@@ -5,6 +5,7 @@
 //! ```text
 //! cargo build --release --example rewrite_rounds
 //! target/release/examples/rewrite_rounds --stream S.sse [--module P.wasm] [--push 16384]
+//!     [--buffer 65536] [--lend]
 //! ```
 //!
 //! It reads the stream into memory, allocates every buffer once, checks once
@@ -22,12 +23,28 @@
 //! Only the rewrite loop is timed. `native` is the library's [`Rewriter`]
 //! with the default `Config` and `Options` and the plugin's buffer sizes
 //! (64 KiB frame and raw buffers), fed pushes of `--push` bytes into a
-//! reused `Vec` cleared after each push. `wasmi` is the module instantiated
-//! once, and per run: `agui_init_v1(0)` (the defaults), then for each push
-//! the bytes copied to `agui_input_ptr()` (at most `agui_input_cap()`),
-//! `agui_push`, the output's length read, `agui_push(0)` while input is
-//! pending, and `agui_finish()`: what a host does, without sending the
-//! output anywhere.
+//! reused `Vec` cleared after each push.
+//!
+//! `--buffer N` gives `native` `N`-byte frame and raw buffers instead (64
+//! to 16 MiB, as the front ends' `--buffer`), and `--lend` lends them per
+//! push as the Envoy filters and `http_proxy` do: the rewriter starts with
+//! empty buffers (`Rewriter::new(&mut [], &mut [], …)`), each push (and the
+//! finish) is preceded by `pool::lend` of a `N`-byte pair (the pool's
+//! default 16 MiB budget) and followed by `pool::reclaim`
+//! (`examples/shared/pool.rs`; its pairs are allocated on the first run and
+//! reused after). With either, the start-up check also rewrites the stream
+//! with 64 KiB buffers of its own, and the output must be the same (exit
+//! status 1 if not): `scripts/buffer-curve.py` times rows of these. It is
+//! for a stream whose every frame is valid or fits both buffer sizes: a bad
+//! frame larger than the buffer goes out ahead of its verdict as it spills,
+//! and is cut where the verdict found it, so how much of it went out
+//! depends on the size (the verdict does not).
+//!
+//! `wasmi` is the module instantiated once, and per run: `agui_init_v1(0)`
+//! (the defaults), then for each push the bytes copied to `agui_input_ptr()`
+//! (at most `agui_input_cap()`), `agui_push`, the output's length read,
+//! `agui_push(0)` while input is pending, and `agui_finish()`: what a host
+//! does, without sending the output anywhere.
 //!
 //! wasmi is built with the `portable-dispatch` feature the test suite asks
 //! for (features are shared by every dev-dependency user), so its numbers
@@ -45,14 +62,26 @@ use wasmi::{Engine, Module};
 mod wasm_host;
 use wasm_host::Host;
 
-/// The plugin's frame and raw buffers (`FRAME_CAP`, `RAW_CAP`).
+#[path = "shared/pool.rs"]
+mod pool;
+
+/// The plugin's frame and raw buffers (`FRAME_CAP`, `RAW_CAP`): `native`'s
+/// without `--buffer`, and the reference the other sizes are checked against.
 const BUFFER: usize = 64 * 1024;
+
+/// `--buffer`'s range: the front ends' (`MIN_BUFFER`, `MAX_BUFFER` in
+/// `examples/shared/frontend.rs`).
+const BUFFERS: std::ops::RangeInclusive<usize> = 64..=16 << 20;
+
+/// The pool's budget with `--lend`: the front ends' default `buffer_budget`
+/// (`DEFAULT_BUFFER_BUDGET`).
+const BUDGET: usize = 16 << 20;
 
 fn main() {
     let args = Args::parse();
     let stream = std::fs::read(&args.stream)
         .unwrap_or_else(|e| fail(&format!("reading {}: {e}", args.stream.display())));
-    let mut native = Native::new(args.push);
+    let mut native = Native::new(args.push, args.buffer, args.lend);
     let mut plugin = args.module.as_ref().map(|path| {
         let wasm = std::fs::read(path)
             .unwrap_or_else(|e| fail(&format!("reading {}: {e}", path.display())));
@@ -62,6 +91,25 @@ fn main() {
     // The check: the same bytes from both, for the whole stream.
     let mut want = Vec::new();
     native.run(&stream, Some(&mut want));
+    // And from the 64 KiB rewriter, with another buffer or lent buffers.
+    if args.buffer != BUFFER || args.lend {
+        let mut reference = Vec::new();
+        Native::new(args.push, BUFFER, false).run(&stream, Some(&mut reference));
+        if want != reference {
+            let at = want
+                .iter()
+                .zip(&reference)
+                .take_while(|(a, b)| a == b)
+                .count();
+            fail(&format!(
+                "the output with {}{}-byte buffers differs from the one with {BUFFER}-byte buffers: {} bytes against {}, first difference at byte {at}",
+                if args.lend { "lent " } else { "" },
+                args.buffer,
+                want.len(),
+                reference.len()
+            ));
+        }
+    }
     if let Some(plugin) = plugin.as_mut() {
         let mut got = Vec::new();
         plugin
@@ -140,14 +188,19 @@ struct Args {
     stream: PathBuf,
     module: Option<PathBuf>,
     push: usize,
+    buffer: usize,
+    lend: bool,
 }
 
 impl Args {
     fn parse() -> Args {
-        let usage = "usage: rewrite_rounds --stream S.sse [--module P.wasm] [--push 16384]";
+        let usage = "usage: rewrite_rounds --stream S.sse [--module P.wasm] [--push 16384] \
+                     [--buffer 65536] [--lend]";
         let mut stream = None;
         let mut module = None;
         let mut push = 16 * 1024;
+        let mut buffer = BUFFER;
+        let mut lend = false;
         let mut args = std::env::args_os().skip(1);
         while let Some(flag) = args.next() {
             let mut value = || args.next().unwrap_or_else(|| fail(usage));
@@ -161,6 +214,20 @@ impl Args {
                         .filter(|&n| n > 0)
                         .unwrap_or_else(|| fail("--push: a positive byte count"));
                 }
+                Some("--buffer") => {
+                    buffer = value()
+                        .to_str()
+                        .and_then(|v| v.parse().ok())
+                        .filter(|n| BUFFERS.contains(n))
+                        .unwrap_or_else(|| {
+                            fail(&format!(
+                                "--buffer: a byte count from {} to {}",
+                                BUFFERS.start(),
+                                BUFFERS.end()
+                            ))
+                        });
+                }
+                Some("--lend") => lend = true,
                 _ => fail(usage),
             }
         }
@@ -168,59 +235,102 @@ impl Args {
             stream: stream.unwrap_or_else(|| fail(usage)),
             module,
             push,
+            buffer,
+            lend,
         }
     }
 }
 
-/// The native rewriter's buffers, allocated once.
+/// The native rewriter's buffers, allocated once (or the pool's size, with
+/// `--lend`: pairs allocated on the first run, lent again after).
 struct Native {
     frames: Vec<u8>,
     raw: Vec<u8>,
     out: Vec<u8>,
     push: usize,
+    /// The size of the pairs lent per push, if lent.
+    lend: Option<usize>,
 }
 
 impl Native {
-    fn new(push: usize) -> Native {
+    fn new(push: usize, buffer: usize, lend: bool) -> Native {
+        let own = if lend { 0 } else { buffer };
         Native {
-            frames: vec![0; BUFFER],
-            raw: vec![0; BUFFER],
+            frames: vec![0; own],
+            raw: vec![0; own],
             // Room for any push's output: no growth while timed.
-            out: Vec::with_capacity(4 * (BUFFER + push)),
+            out: Vec::with_capacity(4 * (buffer.max(BUFFER) + push)),
             push,
+            lend: lend.then_some(buffer),
         }
     }
 
     /// Rewrites `stream` in pushes; the output goes to `keep` if given.
-    fn run(&mut self, stream: &[u8], mut keep: Option<&mut Vec<u8>>) -> u64 {
-        let mut r = Rewriter::new(
-            &mut self.frames,
-            &mut self.raw,
-            Config::new(),
-            Options::new(),
-        );
-        let out = &mut self.out;
-        let mut written = 0;
-        for chunk in stream.chunks(self.push) {
-            let mut rest = chunk;
-            while !rest.is_empty() {
-                out.clear();
-                let pushed = r.push(rest, out).expect("the native rewriter rewrites");
-                rest = &rest[pushed.read..];
-                written += out.len() as u64;
-                if let Some(keep) = keep.as_deref_mut() {
-                    keep.extend_from_slice(out);
-                }
-                std::hint::black_box(&*out);
+    fn run(&mut self, stream: &[u8], keep: Option<&mut Vec<u8>>) -> u64 {
+        let (push, out) = (self.push, &mut self.out);
+        match self.lend {
+            None => {
+                let mut r = Rewriter::new(
+                    &mut self.frames,
+                    &mut self.raw,
+                    Config::new(),
+                    Options::new(),
+                );
+                rewrite(&mut r, stream, push, out, keep, |_| (), |_| ())
+            }
+            Some(size) => {
+                // No buffers until a push (`pool::lend`), as in the filters.
+                let mut r = Rewriter::new(&mut [], &mut [], Config::new(), Options::new());
+                rewrite(
+                    &mut r,
+                    stream,
+                    push,
+                    out,
+                    keep,
+                    |r| pool::lend(r, size, BUDGET, |_| ()),
+                    pool::reclaim,
+                )
             }
         }
-        out.clear();
-        r.finish(out).expect("the native rewriter finishes");
-        if let Some(keep) = keep {
-            keep.extend_from_slice(out);
-        }
-        written + out.len() as u64
     }
+}
+
+/// Rewrites `stream` with `r` in pushes of `push` bytes into `out` (cleared
+/// after each), `lend` called before each push and the finish and `reclaim`
+/// after; the output goes to `keep` if given. Its length.
+fn rewrite<'b>(
+    r: &mut Rewriter<'b>,
+    stream: &[u8],
+    push: usize,
+    out: &mut Vec<u8>,
+    mut keep: Option<&mut Vec<u8>>,
+    mut lend: impl FnMut(&mut Rewriter<'b>),
+    mut reclaim: impl FnMut(&mut Rewriter<'b>),
+) -> u64 {
+    let mut written = 0;
+    for chunk in stream.chunks(push) {
+        let mut rest = chunk;
+        while !rest.is_empty() {
+            out.clear();
+            lend(r);
+            let pushed = r.push(rest, out).expect("the native rewriter rewrites");
+            reclaim(r);
+            rest = &rest[pushed.read..];
+            written += out.len() as u64;
+            if let Some(keep) = keep.as_deref_mut() {
+                keep.extend_from_slice(out);
+            }
+            std::hint::black_box(&*out);
+        }
+    }
+    out.clear();
+    lend(r);
+    r.finish(out).expect("the native rewriter finishes");
+    reclaim(r);
+    if let Some(keep) = keep {
+        keep.extend_from_slice(out);
+    }
+    written + out.len() as u64
 }
 
 /// The module, instantiated once under wasmi (`tests/support/wasm_host.rs`).
