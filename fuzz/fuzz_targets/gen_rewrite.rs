@@ -253,7 +253,7 @@ fn check(flags: u8, input: &[u8], b: &mut Buffers) {
         }
         Expected::Violation { .. } => {
             let e = input_read.result.expect_err("matched: a violation");
-            let mut by_stage = [0u64; agui_stream::Stage::COUNT];
+            let mut by_stage = [0u32; agui_stream::Stage::COUNT];
             STATS.count(VIOLATIONS, true);
             STATS.count(SECOND_TERMINALS, second_terminal(&e));
             if second_terminal(&e) {

@@ -10,11 +10,13 @@ use crate::protocol::event_type::EventType;
 #[non_exhaustive]
 pub struct Stats {
     /// Events the pipeline delivered, by type ([`EventType::index`]).
-    pub events_in: [u64; EventType::COUNT],
+    /// The tables count in `u32` (saturating) so that a stream's state
+    /// stays small; the totals below are `u64`.
+    pub events_in: [u32; EventType::COUNT],
     /// Events written, by type (forwarded, encoded or repairs).
-    pub events_out: [u64; EventType::COUNT],
+    pub events_out: [u32; EventType::COUNT],
     /// Violations by the stage that found them ([`Stage::index`]).
-    pub violations_by_stage: [u64; Stage::COUNT],
+    pub violations_by_stage: [u32; Stage::COUNT],
     /// Input bytes read.
     pub bytes_in: u64,
     /// Output bytes written.
@@ -149,7 +151,7 @@ impl serde::Serialize for Stats {
     /// maps of what is not zero, by type and stage name.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::{SerializeMap, SerializeStruct};
-        struct Named<'a>(&'a [u64], &'a [&'static str]);
+        struct Named<'a>(&'a [u32], &'a [&'static str]);
         impl serde::Serialize for Named<'_> {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 let mut map = s.serialize_map(None)?;
@@ -180,7 +182,7 @@ impl serde::Serialize for Stats {
 }
 
 /// Adds one to the count of `index` in `counts`.
-pub(super) fn count_in(counts: &mut [u64], index: usize) {
+pub(super) fn count_in(counts: &mut [u32], index: usize) {
     if let Some(n) = counts.get_mut(index) {
         *n = n.saturating_add(1);
     }

@@ -12,7 +12,10 @@ fn state_is_fixed() {
     let size = core::mem::size_of::<Rewriter<'static>>();
     extern crate std;
     std::println!("size_of Rewriter: {size}");
-    assert!(size <= 7424, "{size}");
+    // A front end allocates one per open stream: within tcmalloc's 7 KiB
+    // size class (Envoy's allocator), the next being 8 KiB
+    // (docs/performance.md, memory per open stream).
+    assert!(size <= 7168, "{size}");
 }
 
 /// Statistics serialize as `agui gateway` prints them.
