@@ -53,7 +53,7 @@ use std::cell::RefCell;
 mod shared;
 #[path = "gen/support.rs"]
 mod support;
-use shared::{Seen, hits_a_capacity, rewrite};
+use shared::{Seen, hits_a_capacity, rewrite, rewrite_lent};
 use support::{Counters, dump};
 
 /// The generator's output.
@@ -346,6 +346,15 @@ fn check(flags: u8, input: &[u8], b: &mut Buffers) {
                 "{dialect:?} {options:?}: the generator's pushes\n{:?}\n{:?}",
                 String::from_utf8_lossy(&whole.0),
                 String::from_utf8_lossy(&split.0)
+            );
+            // Buffers lent only while a block is in flight, as the filters
+            // do: the same as buffers kept.
+            let lent = rewrite_lent(frames.len(), config, options, deny, pieces.iter().copied());
+            assert!(
+                lent == split,
+                "{dialect:?} {options:?}: lending the buffers changed the output\n{:?}\n{:?}",
+                String::from_utf8_lossy(&split.0),
+                String::from_utf8_lossy(&lent.0)
             );
             let (mut f, mut r) = ([0u8; SMALL], [0u8; SMALL]);
             let small = rewrite(

@@ -198,6 +198,44 @@ pub fn rewrite<'c>(
     (out, *r.stats())
 }
 
+/// [`rewrite`], with the buffers given back between blocks
+/// (`Rewriter::take_buffers`) and another pair, poisoned, given before
+/// each push that needs one (`put_buffers`), as the Envoy filters lend
+/// them: the same output and statistics, or a buffer held a stale byte.
+pub fn rewrite_lent<'c>(
+    size: usize,
+    config: Config,
+    options: Options,
+    deny: Option<&str>,
+    chunks: impl IntoIterator<Item = &'c [u8]>,
+) -> (Vec<u8>, Stats) {
+    let mut pairs = [(vec![0u8; size], vec![0u8; size]), (vec![0u8; size], vec![0u8; size])];
+    let mut idle: Vec<(&mut [u8], &mut [u8])> =
+        pairs.iter_mut().map(|(f, r)| (&mut f[..], &mut r[..])).collect();
+    let mut r = Rewriter::new(&mut [], &mut [], config, options);
+    if let Some(name) = deny {
+        r.deny_tool(name).expect("one short name fits");
+    }
+    let mut out = Vec::new();
+    for chunk in chunks {
+        if !r.holds_block() {
+            // The pair given back longest ago.
+            let (frames, raw) = idle.remove(0);
+            frames.fill(b'{');
+            raw.fill(b'\n');
+            let (old, _) = r.put_buffers(frames, raw).expect("no block held");
+            assert!(old.is_empty(), "the rewriter's pair was not given back");
+        }
+        let pushed = r.push(chunk, &mut out).expect("a Vec has room");
+        assert_eq!(pushed.read, chunk.len(), "a Vec never holds the stream up");
+        if let Some(pair) = r.take_buffers() {
+            idle.push(pair);
+        }
+    }
+    r.finish(&mut out).expect("a Vec has room");
+    (out, *r.stats())
+}
+
 /// The stream cut into pushes of `sizes` bytes, cycling (no sizes, or only
 /// zeros: one byte per push; a zero pushes an empty slice).
 pub fn split<'s>(stream: &'s [u8], sizes: &[u8]) -> Vec<&'s [u8]> {
