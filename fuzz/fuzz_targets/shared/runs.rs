@@ -209,9 +209,14 @@ pub fn rewrite_lent<'c>(
     deny: Option<&str>,
     chunks: impl IntoIterator<Item = &'c [u8]>,
 ) -> (Vec<u8>, Stats) {
-    let mut pairs = [(vec![0u8; size], vec![0u8; size]), (vec![0u8; size], vec![0u8; size])];
-    let mut idle: Vec<(&mut [u8], &mut [u8])> =
-        pairs.iter_mut().map(|(f, r)| (&mut f[..], &mut r[..])).collect();
+    let mut pairs = [
+        (vec![0u8; size], vec![0u8; size]),
+        (vec![0u8; size], vec![0u8; size]),
+    ];
+    let mut idle: Vec<(&mut [u8], &mut [u8])> = pairs
+        .iter_mut()
+        .map(|(f, r)| (&mut f[..], &mut r[..]))
+        .collect();
     let mut r = Rewriter::new(&mut [], &mut [], config, options);
     if let Some(name) = deny {
         r.deny_tool(name).expect("one short name fits");
