@@ -8,6 +8,7 @@
 //!            [--deny-tool NAME]... [--check-tool-args]
 //!            [--deterministic-ids] [--buffer N] [--buffer-budget N] [--keepalive-ms N]
 //!            [--no-request-check] [--max-request-bytes N] [--request-path PREFIX]
+//!            [--passthrough]
 //! ```
 //!
 //! The rewriting options are `agui gateway`'s (and the proxy-wasm filter's
@@ -60,6 +61,16 @@
 //! line with `"client_gone":true`, nothing more. `listening on ADDR` on
 //! stdout once the socket is bound. A failing upstream gives the client a
 //! 502 whose body is `bad gateway` (the upstream's error goes to the log).
+//!
+//! `--passthrough` makes it the baseline a measurement compares with
+//! (`scripts/envoy-memory.py --http-proxy`): the same proxy — the same
+//! hyper client and server, buffers, response headers and event-stream
+//! body (`EventStream`) — without agui-stream. An event stream's body goes
+//! to the client frame by frame as it arrives, byte for byte: no rewriter,
+//! no buffers, no keep-alives (they could fall inside an event), and an
+//! upstream that dies mid-body cuts the client's response (no repair).
+//! Requests are not checked. Its line at each event stream's end:
+//! `{"passthrough":N,"path":…,"bytes":…,"upstream_error":…,"client_gone":…,"first_byte_ms":…,"total_ms":…}`.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -88,7 +99,10 @@ const USAGE: &str = "http_proxy --listen ADDR --upstream http://HOST:PORT [OPTIO
   A reverse proxy: text/event-stream responses are rewritten as they stream
   (agui_stream::rewrite), everything else passes through untouched.
   --listen ADDR                 address to listen on (port 0: any free port)
-  --upstream http://HOST:PORT   where requests go (HTTP/1.1, plain http)";
+  --upstream http://HOST:PORT   where requests go (HTTP/1.1, plain http)
+  --passthrough                 no agui-stream: event streams forwarded as they
+                                arrive (same headers, no rewriting, no
+                                keep-alives), requests not checked; a baseline";
 
 /// The usage, with the gateway's flags.
 fn usage() -> String {
@@ -113,6 +127,8 @@ struct Args {
     /// `host:port` of the upstream.
     upstream: String,
     gateway: frontend::Gateway,
+    /// `--passthrough`: no rewriter, no request check.
+    passthrough: bool,
 }
 
 fn parse_args() -> Result<Option<Args>, lexopt::Error> {
@@ -120,11 +136,13 @@ fn parse_args() -> Result<Option<Args>, lexopt::Error> {
     let mut parser = lexopt::Parser::from_env();
     let (mut listen, mut upstream) = (None, None);
     let mut gateway = frontend::Gateway::default();
+    let mut passthrough = false;
     while let Some(arg) = parser.next()? {
         match arg {
             Long("help") | Short('h') => return Ok(None),
             Long("listen") => listen = Some(parser.value()?.parse::<SocketAddr>()?),
             Long("upstream") => upstream = Some(parser.value()?.string()?),
+            Long("passthrough") => passthrough = true,
             Long(name) if frontend::Gateway::flag(name).is_some() => {
                 let name = name.to_owned();
                 let takes_value = frontend::Gateway::flag(&name).is_some_and(|f| f.value.is_some());
@@ -162,6 +180,7 @@ fn parse_args() -> Result<Option<Args>, lexopt::Error> {
         listen,
         upstream,
         gateway,
+        passthrough,
     }))
 }
 
@@ -237,7 +256,11 @@ async fn serve(args: Args) -> std::io::Result<()> {
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| {
                 let proxy = Arc::clone(&proxy);
-                async move { Ok::<_, Infallible>(handle(proxy, req, peer).await) }
+                // Boxed: hyper keeps a connection's service future in a
+                // box of its size for the connection's life; this one
+                // (~4 KB: the upstream's connect and handshake) is freed
+                // once the response's head is out.
+                Box::pin(async move { Ok::<_, Infallible>(handle(proxy, req, peer).await) })
             });
             if let Err(e) = hyper::server::conn::http1::Builder::new()
                 .max_buf_size(HYPER_BUF)
@@ -347,11 +370,12 @@ async fn handle(
         .headers()
         .get(header::ACCEPT)
         .map_or(&b""[..], HeaderValue::as_bytes);
-    let agent = proxy.args.gateway.is_agent_request(
-        req.method().as_str().as_bytes(),
-        path.as_bytes(),
-        accept,
-    );
+    let agent = !proxy.args.passthrough
+        && proxy.args.gateway.is_agent_request(
+            req.method().as_str().as_bytes(),
+            path.as_bytes(),
+            accept,
+        );
     let forwarded = if agent {
         match checked(&proxy, req, &path) {
             Ok((req, verdict)) => forward_checked(&proxy, req, &path, peer, verdict).await,
@@ -416,10 +440,22 @@ async fn handle(
             }
         }
     }
-    // A few pushes' output may wait for the client; then the rewriter waits.
-    let (tx, rx) = mpsc::channel(8);
-    tokio::spawn(rewrite_body(proxy, body, upstream, tx, path, n, started));
-    Response::from_parts(parts, ChannelBody(rx).boxed())
+    let rewriter = if proxy.args.passthrough {
+        None
+    } else {
+        match new_rewriter(&proxy.args.gateway) {
+            Ok(rewriter) => Some(rewriter),
+            Err(e) => {
+                // (The names were checked when they were set.)
+                eprintln!("http_proxy: {path}: {e}");
+                let (tx, rx) = mpsc::channel(1);
+                let _ = tx.try_send(Err(format!("rewriter: {e}")));
+                return Response::from_parts(parts, ChannelBody(rx).boxed());
+            }
+        }
+    };
+    let body = EventStream::new(proxy, body, upstream, rewriter, path, n, started);
+    Response::from_parts(parts, body.boxed())
 }
 
 /// The task driving one upstream connection, aborted (its socket closed)
@@ -751,131 +787,239 @@ struct Outcome {
     first_byte: Option<Duration>,
 }
 
-/// What the upstream's body gave next, or that the client went away.
-enum Next {
-    Frame(Option<Result<Frame<Bytes>, hyper::Error>>),
-    ClientGone,
-    KeepAlive,
-}
-
-/// Streams the upstream's `body` through a rewriter into `tx`; drops the
-/// upstream connection as soon as the client (`tx`'s receiver) is gone.
-async fn rewrite_body(
+/// An event stream's body on its way to the client: the upstream's body,
+/// each frame through the response's rewriter (`--passthrough`: as it
+/// is), polled by hyper as the client's connection takes it — no task and
+/// no channel of its own. The upstream's connection goes when its body
+/// ends, when the rewriter ends the stream, or when this is dropped: hyper
+/// drops a body whose client has gone, so a run whose client is gone stops
+/// at once. One stats line at the end, or when dropped before it (the
+/// client gone).
+struct EventStream {
     proxy: Arc<Proxy>,
-    mut body: Incoming,
-    upstream: Connection,
-    tx: mpsc::Sender<Result<Bytes, String>>,
+    /// The upstream's body and connection, until the input ends.
+    upstream: Option<(Incoming, Connection)>,
+    /// `None` with `--passthrough`. Its buffers are lent (`pool::lend`)
+    /// only for a push, and kept between pushes only while a block is in
+    /// flight.
+    rewriter: Option<Box<rewrite::Rewriter<'static>>>,
+    /// When a keep-alive is due, and how long after the last output.
+    keepalive: Option<(Pin<Box<tokio::time::Sleep>>, Duration)>,
+    outcome: Outcome,
+    /// Body bytes sent (the `--passthrough` line's).
+    bytes: u64,
     path: String,
     n: u64,
     started: Instant,
-) {
-    let gateway = &proxy.args.gateway;
-    let mut outcome = Outcome::default();
-    // No buffers until a chunk comes (`pool::lend`). The names were
-    // checked when they were set.
-    let mut rewriter = match gateway.rewriter(&mut [], &mut []) {
-        Ok(rewriter) => rewriter,
-        Err(e) => {
-            let _ = tx.send(Err(format!("rewriter: {e}"))).await;
-            eprintln!("http_proxy: {path}: {e}");
-            return;
-        }
-    };
-    let keepalive = gateway.keepalive_ms().map(Duration::from_millis);
-    let mut out = Vec::new();
-    let mut last_output = Instant::now();
-    // Sends `out` to the client; false if the client has gone.
-    async fn send(
-        tx: &mpsc::Sender<Result<Bytes, String>>,
-        out: &mut Vec<u8>,
-        outcome: &mut Outcome,
+    /// The end was given to hyper and the stats line written.
+    done: bool,
+}
+
+impl EventStream {
+    fn new(
+        proxy: Arc<Proxy>,
+        body: Incoming,
+        upstream: Connection,
+        rewriter: Option<Box<rewrite::Rewriter<'static>>>,
+        path: String,
+        n: u64,
         started: Instant,
-        last_output: &mut Instant,
-    ) -> bool {
-        if out.is_empty() {
-            return true;
+    ) -> Self {
+        // A passed-through stream gets no keep-alives: they could fall
+        // inside an event.
+        let keepalive = rewriter
+            .as_ref()
+            .and(proxy.args.gateway.keepalive_ms())
+            .map(Duration::from_millis)
+            .map(|every| (Box::pin(tokio::time::sleep(every)), every));
+        EventStream {
+            proxy,
+            upstream: Some((body, upstream)),
+            rewriter,
+            keepalive,
+            outcome: Outcome::default(),
+            bytes: 0,
+            path,
+            n,
+            started,
+            done: false,
         }
-        let bytes = Bytes::from(std::mem::take(out));
-        if tx.send(Ok(bytes)).await.is_err() {
-            outcome.client_gone = true;
-            return false;
-        }
-        outcome.first_byte.get_or_insert_with(|| started.elapsed());
-        *last_output = Instant::now();
-        true
     }
-    let mut open = true;
-    while open {
-        let ping_at = keepalive.map(|every| tokio::time::Instant::from(last_output + every));
-        let next = tokio::select! {
-            next = body.frame() => Next::Frame(next),
-            () = tx.closed() => Next::ClientGone,
-            () = async {
-                match ping_at {
-                    Some(at) => tokio::time::sleep_until(at).await,
-                    None => std::future::pending().await,
+
+    /// `out` as the next frame: the first byte's time, the keep-alive's
+    /// next deadline.
+    fn output(&mut self, out: Bytes) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        self.bytes += out.len() as u64;
+        self.outcome
+            .first_byte
+            .get_or_insert_with(|| self.started.elapsed());
+        if let Some((sleep, every)) = &mut self.keepalive {
+            sleep.as_mut().reset(tokio::time::Instant::now() + *every);
+        }
+        Poll::Ready(Some(Ok(Frame::data(out))))
+    }
+
+    /// The input has ended (or the rewriter has): the upstream's
+    /// connection closes, the rewriter's `finish` output is the last
+    /// frame; a rewriter that could not go on, or with `--passthrough` an
+    /// upstream that died mid-body, aborts the response instead (the
+    /// client sees it cut, not ended). The stats line.
+    fn end(&mut self) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        self.upstream = None;
+        self.done = true;
+        let mut last = None;
+        if let Some(rewriter) = &mut self.rewriter
+            && self.outcome.error.is_none()
+        {
+            let mut out = Vec::new();
+            match rewriter.finish(&mut out) {
+                Ok(_) if !out.is_empty() => last = Some(Bytes::from(out)),
+                Ok(_) => {}
+                Err(e) => self.outcome.error = Some(e.to_string()),
+            }
+        }
+        let aborted = match &self.rewriter {
+            Some(_) => self
+                .outcome
+                .error
+                .as_ref()
+                .map(|e| format!("rewriter: {e}")),
+            None => (self.outcome.upstream_error.as_ref()).map(|e| format!("upstream: {e}")),
+        };
+        let next = match (aborted, last) {
+            (Some(e), _) => Poll::Ready(Some(Err(e.into()))),
+            (None, Some(out)) => self.output(out),
+            (None, None) => Poll::Ready(None),
+        };
+        self.log();
+        next
+    }
+
+    /// The response's stats line; the rewriter's buffers (if it holds a
+    /// block) back to the pool, the rewriter gone.
+    fn log(&mut self) {
+        match self.rewriter.take() {
+            Some(rewriter) => {
+                log_stats(
+                    &self.path,
+                    self.n,
+                    rewriter.stats(),
+                    &self.outcome,
+                    self.started,
+                );
+                pool::give_back((*rewriter).into_buffers());
+            }
+            None => {
+                let ms = |d: Duration| d.as_micros() as f64 / 1e3;
+                let o = &self.outcome;
+                eprintln!(
+                    "{{\"passthrough\":{},\"path\":{},\"bytes\":{},\"upstream_error\":{},\
+                     \"client_gone\":{},\"first_byte_ms\":{},\"total_ms\":{}}}",
+                    self.n,
+                    json_string(&self.path),
+                    self.bytes,
+                    o.upstream_error
+                        .as_deref()
+                        .map_or("null".into(), json_string),
+                    o.client_gone,
+                    o.first_byte.map_or("null".into(), |d| ms(d).to_string()),
+                    ms(self.started.elapsed()),
+                );
+            }
+        }
+    }
+}
+
+impl Body for EventStream {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = &mut *self;
+        loop {
+            if this.done {
+                return Poll::Ready(None);
+            }
+            let Some((body, _)) = &mut this.upstream else {
+                return this.end();
+            };
+            let data = match Pin::new(body).poll_frame(cx) {
+                Poll::Ready(None) => return this.end(),
+                Poll::Ready(Some(Err(e))) => {
+                    // The upstream died mid-body: the end of the input.
+                    this.outcome.upstream_error = Some(e.to_string());
+                    return this.end();
                 }
-            } => Next::KeepAlive,
-        };
-        let data = match next {
-            Next::ClientGone => {
-                outcome.client_gone = true;
-                break;
-            }
-            Next::KeepAlive => {
-                // Between pushes, so between frames.
-                out.extend_from_slice(b": ping\n\n");
-                outcome.pings += 1;
-                open = send(&tx, &mut out, &mut outcome, started, &mut last_output).await;
-                continue;
-            }
-            Next::Frame(None) => break,
-            Next::Frame(Some(Err(e))) => {
-                // The upstream died mid-body: the end of the input.
-                outcome.upstream_error = Some(e.to_string());
-                break;
-            }
-            Next::Frame(Some(Ok(frame))) => match frame.into_data() {
-                Ok(data) => data,
-                Err(_) => continue, // trailers
-            },
-        };
-        pool::lend(&mut rewriter, gateway.buffer, gateway.buffer_budget, |_| ());
-        let pushed = rewriter.push(&data, &mut out);
-        // Between blocks the pair goes back: a stream holds buffers only
-        // while a block is in flight.
-        pool::reclaim(&mut rewriter);
-        match pushed {
-            Ok(pushed) => {
+                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                    Ok(data) if !data.is_empty() => data,
+                    _ => continue, // trailers
+                },
+                Poll::Pending => {
+                    if let Some((sleep, _)) = &mut this.keepalive
+                        && sleep.as_mut().poll(cx).is_ready()
+                    {
+                        // Between pushes, so between frames.
+                        this.outcome.pings += 1;
+                        return this.output(Bytes::from_static(b": ping\n\n"));
+                    }
+                    return Poll::Pending;
+                }
+            };
+            let Some(rewriter) = &mut this.rewriter else {
+                return this.output(data); // --passthrough
+            };
+            let gateway = &this.proxy.args.gateway;
+            let mut out = Vec::new();
+            pool::lend(rewriter, gateway.buffer, gateway.buffer_budget, |_| ());
+            let pushed = rewriter.push(&data, &mut out);
+            // Between blocks the pair goes back: a stream holds buffers
+            // only while a block is in flight.
+            pool::reclaim(rewriter);
+            match pushed {
                 // A Vec always has room: `pushed.read == data.len()`.
-                open = send(&tx, &mut out, &mut outcome, started, &mut last_output).await
-                    && !pushed.ended;
-            }
-            Err(e) => {
-                outcome.error = Some(e.to_string());
-                open = false;
+                Ok(pushed) => {
+                    if pushed.ended {
+                        // Closes the upstream request now; `finish` next.
+                        this.upstream = None;
+                    }
+                    if !out.is_empty() {
+                        return this.output(Bytes::from(out));
+                    }
+                }
+                Err(e) => {
+                    // A block the buffers cannot hold: the client must
+                    // not take what it got for the whole stream.
+                    this.outcome.error = Some(e.to_string());
+                    return this.end();
+                }
             }
         }
     }
-    // Closes the upstream request now: a run whose client is gone stops.
-    drop(body);
-    drop(upstream);
-    if outcome.error.is_none() && !outcome.client_gone {
-        match rewriter.finish(&mut out) {
-            Ok(_) => {
-                send(&tx, &mut out, &mut outcome, started, &mut last_output).await;
-            }
-            Err(e) => outcome.error = Some(e.to_string()),
+}
+
+impl Drop for EventStream {
+    fn drop(&mut self) {
+        if !self.done {
+            // hyper let go of the body before its end: the client went
+            // away. The upstream's connection closes with this.
+            self.outcome.client_gone = true;
+            self.upstream = None;
+            self.log();
         }
     }
-    if let Some(e) = &outcome.error {
-        // A block the buffers cannot hold: the client must not take what it
-        // got for the whole stream.
-        let _ = tx.send(Err(format!("rewriter: {e}"))).await;
-    }
-    drop(tx);
-    log_stats(&path, n, rewriter.stats(), &outcome, started);
-    pool::give_back(rewriter.into_buffers());
+}
+
+/// A response's rewriter, with no buffers yet, boxed: its state (7 KB)
+/// is allocated once and never copied, and an `EventStream` without one
+/// (`--passthrough`) is not the larger for it.
+fn new_rewriter(gateway: &frontend::Gateway) -> Result<Box<rewrite::Rewriter<'static>>, String> {
+    gateway
+        .rewriter(&mut [], &mut [])
+        .map(Box::new)
+        .map_err(|e| e.to_string())
 }
 
 /// One JSON line on stderr: `agui gateway`'s fields, then the response's.

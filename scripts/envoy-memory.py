@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
 """What the proxy-wasm filter (examples/proxy-wasm) and the Envoy dynamic
 module (examples/envoy-module) cost Envoy's memory per open event stream
+-- or, with --http-proxy, what the rewriter costs examples/http_proxy.rs
 (Python 3 stdlib only). A measurement, not a test.
 
     scripts/envoy-memory.py [--envoy ENVOY] [--filter LABEL=MODULE ...]
         [--config JSON] [--streams N[,N...]] [--interval-ms MS]
         [--ramp PER_S] [--post] [--deadline S]
+    scripts/envoy-memory.py --http-proxy HTTP_PROXY [--streams N[,N...]]
+        [--interval-ms MS] [--ramp PER_S] [--post] [--deadline S]
 
     e.g. scripts/envoy-memory.py --streams 1000,8000 \\
          --filter module=examples/envoy-module/target/release/libagui_stream_envoy.so \\
          --filter wasm=examples/proxy-wasm/target/wasm32-unknown-unknown/release/agui_stream_proxy_wasm.O3.wasm
+
+With --http-proxy, examples/http_proxy.rs instead of Envoy (below).
 
 Configurations: `plain` (the router to the upstream, no filter) and one
 per --filter MODULE (`LABEL`: the filter, then the router). A `.wasm` is a
@@ -22,6 +27,21 @@ examples/proxy-wasm/envoy.yaml and examples/envoy-module/envoy.yaml (route
 `timeout: 0s`), with the cluster's circuit breakers raised (their default
 1024 connections and 1024 pending requests would answer 503 past about
 2048 open streams), and is written into a temporary directory.
+
+With --http-proxy HTTP_PROXY (the binary: `cargo build --release
+--features std,serde --example http_proxy`, then
+target/release/examples/http_proxy), no Envoy: two configurations,
+`passthrough` (`HTTP_PROXY --passthrough`: the same proxy, hyper setup and
+event-stream body, every body forwarded as it arrives, no rewriter, no
+request check) and `http_proxy` (its defaults: a rewriter per event
+stream), each
+`--listen 127.0.0.1:0 --upstream http://127.0.0.1:PORT`, its port read
+from its `listening on ADDR` line; the same upstream, clients, steps,
+tables and `memory` lines, the ratio to passthrough's, "Envoy" read as
+the proxy. The proxy runs tokio's multi-threaded runtime (one worker per
+CPU); its heap has no counter (the tables' heap column is `-`); its log is
+its stderr (one line per response; its errors are the lines that start
+`http_proxy:`). --envoy, --filter and --config do not go with it.
 
 Each configuration, for each N of --streams, gets its own Envoy
 (--concurrency 1, admin and its one listener on 127.0.0.1, port 0, the
@@ -91,13 +111,16 @@ configuration:
 
     memory LABEL N KB_PER_STREAM RATIO_TO_PLAIN
 
+(with --http-proxy, RATIO_TO_PASSTHROUGH)
+
 Options: --envoy (default: the last line of scripts/install-envoy.sh),
 --filter LABEL=MODULE (repeatable; none: plain only), --config (JSON, the
-filters' configuration, default `{}`), --streams (default 1000; a comma
+filters' configuration, default `{}`), --http-proxy HTTP_PROXY (instead of
+Envoy and its filters), --streams (default 1000; a comma
 list measures each), --interval-ms (default 1000), --ramp (streams opened
 per second, default 500), --post, --deadline (seconds for the whole
-script; default 120, plus per Envoy started 60 + 2 N / ramp + 12
-intervals).
+script; default 120, plus per Envoy (or proxy) started 60 + 2 N / ramp +
+12 intervals).
 
 A run (a configuration at an N) that does not work -- Envoy does not
 start, a stream fails (e.g. a 503) or misses an event -- is said at once
@@ -679,8 +702,8 @@ def usage(msg):
 
 
 def parse_args(argv):
-    opts = {"envoy": None, "filters": [], "config": "{}", "streams": [1000], "interval_ms": 1000,
-            "ramp": 500.0, "post": False, "deadline": None}
+    opts = {"envoy": None, "filters": [], "config": None, "streams": [1000], "interval_ms": 1000,
+            "ramp": 500.0, "post": False, "deadline": None, "http_proxy": None}
     args = list(argv)
     while args:
         a = args.pop(0)
@@ -689,7 +712,8 @@ def parse_args(argv):
             sys.exit(0)
         if a == "--post":
             opts["post"] = True
-        elif a in ("--envoy", "--filter", "--config", "--streams", "--interval-ms", "--ramp", "--deadline"):
+        elif a in ("--envoy", "--filter", "--config", "--streams", "--interval-ms", "--ramp", "--deadline",
+                   "--http-proxy"):
             if not args:
                 usage("%s needs a value" % a)
             v = args.pop(0)
@@ -707,6 +731,10 @@ def parse_args(argv):
                 elif not path.endswith(".wasm"):
                     usage("--filter %s: a .so (dynamic module) or a .wasm (proxy-wasm): %s" % (label, path))
                 opts["filters"].append((label, os.path.abspath(path)))
+            elif a == "--http-proxy":
+                if not (os.path.isfile(v) and os.access(v, os.X_OK)):
+                    usage("--http-proxy: no executable %s" % v)
+                opts["http_proxy"] = os.path.abspath(v)
             elif a == "--streams":
                 try:
                     opts["streams"] = [int(n) for n in v.split(",")]
@@ -728,6 +756,10 @@ def parse_args(argv):
             usage("%s is this script's own child mode (the first argument)" % a)
         else:
             usage("unknown argument %s" % a)
+    if opts["http_proxy"] and (opts["envoy"] or opts["filters"] or opts["config"] is not None):
+        usage("--http-proxy measures http_proxy instead of Envoy: not with --envoy, --filter or --config")
+    if opts["config"] is None:
+        opts["config"] = "{}"
     try:
         config = json.loads(opts["config"])
     except ValueError as e:
@@ -736,7 +768,8 @@ def parse_args(argv):
         usage("--config must be a JSON object")
     if opts["deadline"] is None:
         per = [60 + 2 * n / opts["ramp"] + 12 * opts["interval_ms"] / 1000.0 for n in opts["streams"]]
-        opts["deadline"] = int(120 + (1 + len(opts["filters"])) * sum(per))
+        configs = 2 if opts["http_proxy"] else 1 + len(opts["filters"])
+        opts["deadline"] = int(120 + configs * sum(per))
     return opts
 
 
@@ -881,8 +914,38 @@ def start_envoy(envoy, label, module, opts, upstream_port, procs, work, deadline
     return proc, admin, port, time.monotonic() - t0
 
 
+def start_http_proxy(binary, label, flags, upstream_port, procs, work, deadline, state):
+    """http_proxy with `flags`, on a port of its own: (process, None (no
+    admin), port, seconds to ready). Its stdout (`listening on ADDR`) and
+    stderr (its log) go to files in `work`."""
+    name = "%s-%d" % (label, state["n"])
+    out_path = os.path.join(work, name + ".out")
+    log_path = os.path.join(work, name + ".log")
+    state["log"] = log_path
+    t0 = time.monotonic()
+    with open(out_path, "wb") as out, open(log_path, "wb") as log:
+        proc = procs.start(
+            [binary, "--listen", "127.0.0.1:0", "--upstream", "http://127.0.0.1:%d" % upstream_port] + flags,
+            stdin=subprocess.DEVNULL, stdout=out, stderr=log,
+        )
+    limit = time.monotonic() + deadline.left(60)
+    while True:
+        if proc.poll() is not None:
+            raise Failure("http_proxy (%s) exited (status %d) before it was ready" % (label, proc.returncode))
+        with open(out_path) as f:
+            m = re.match(r"listening on 127\.0\.0\.1:(\d+)\n", f.read())
+        if m:
+            return proc, None, int(m.group(1)), time.monotonic() - t0
+        if time.monotonic() > limit:
+            raise Failure("http_proxy (%s) not listening within %.0f s" % (label, limit - t0))
+        time.sleep(0.05)
+
+
 def heap_allocated(admin):
-    """tcmalloc's bytes in use (the admin's /memory `allocated`)."""
+    """tcmalloc's bytes in use (the admin's /memory `allocated`); None
+    without an admin (http_proxy)."""
+    if admin is None:
+        return None
     try:
         return int(json.loads(http_get(admin + "/memory"))["allocated"])
     except (OSError, ValueError, KeyError):
@@ -899,7 +962,7 @@ def wait_streams(clients, lo, hi, deadline, seconds, until, what, envoy_proc, st
         if status["error_count"]:
             raise Failure("%d stream(s) failed: %s" % (status["error_count"], "; ".join(status["errors"][:3])))
         if envoy_proc.poll() is not None:
-            raise Failure("Envoy exited (status %d)" % envoy_proc.returncode)
+            raise Failure("%s exited (status %d)" % (state["server"], envoy_proc.returncode))
         if until(status):
             return status
         if time.monotonic() > limit:
@@ -933,7 +996,8 @@ def percentile(values, p):
 
 
 def measure(envoy, label, module, n, opts, procs, work, deadline, state):
-    """One Envoy, its upstream and its clients, for one configuration and N."""
+    """One Envoy (with --http-proxy: one http_proxy, `module` its flags),
+    its upstream and its clients, for one configuration and N."""
     t_start = time.monotonic()
     state["n"] = n
     interval = opts["interval_ms"] / 1000.0
@@ -942,7 +1006,13 @@ def measure(envoy, label, module, n, opts, procs, work, deadline, state):
     upstream_port = upstream.answer(deadline, 15)["port"]
     clients = Child(procs, "clients", [sys.executable, me, "--clients"])
     clients.answer(deadline, 15)
-    proc, admin, port, ready_s = start_envoy(envoy, label, module, opts, upstream_port, procs, work, deadline, state)
+    if opts["http_proxy"]:
+        proc, admin, port, ready_s = start_http_proxy(opts["http_proxy"], label, module, upstream_port, procs, work,
+                                                      deadline, state)
+    else:
+        proc, admin, port, ready_s = start_envoy(envoy, label, module, opts, upstream_port, procs, work, deadline,
+                                                 state)
+    server = state["server"]
     state["envoy"] = proc
     pids = {"envoy": proc.pid, "clients": clients.proc.pid, "upstream": upstream.proc.pid}
 
@@ -998,7 +1068,7 @@ def measure(envoy, label, module, n, opts, procs, work, deadline, state):
     check_events(upstream, clients, lo, hi, deadline, final=True)
     end_s = time.monotonic() - t_end
     if proc.poll() is not None:
-        raise Failure("Envoy exited (status %d)" % proc.returncode)
+        raise Failure("%s exited (status %d)" % (server, proc.returncode))
     procs.stop_all()
 
     r = {
@@ -1008,17 +1078,17 @@ def measure(envoy, label, module, n, opts, procs, work, deadline, state):
         "cpu": cpu, "window": elapsed, "ttfe": ttfe, "received": received, "sent": sent,
         "seconds": time.monotonic() - t_start,
     }
-    say("  %-8s N=%d: Envoy ready in %.1f s; %d opened in %.1f s (ramp %.1f s, %.0f/s, at most %.0f ms late; "
-        "every first event after %.1f s); meanwhile Envoy %.2f s on a CPU, %.2f s waiting for one; client loop at most "
+    say("  %-8s N=%d: %s ready in %.1f s; %d opened in %.1f s (ramp %.1f s, %.0f/s, at most %.0f ms late; "
+        "every first event after %.1f s); meanwhile %s %.2f s on a CPU, %.2f s waiting for one; client loop at most "
         "%.0f ms late, upstream's %.0f ms; load average %.1f" % (
-            label, n, ready_s, n, open_s, ramp.get("seconds", 0), n / max(ramp.get("seconds", 0), 1e-9),
-            ramp.get("late", 0) * 1000, open_s, ramp_cpu[0], ramp_cpu[1], client_lag, upstream_lag,
+            label, n, server, ready_s, n, open_s, ramp.get("seconds", 0), n / max(ramp.get("seconds", 0), 1e-9),
+            ramp.get("late", 0) * 1000, open_s, server, ramp_cpu[0], ramp_cpu[1], client_lag, upstream_lag,
             os.getloadavg()[0]))
-    say("  %-8s RSS idle %.1f MB, open %.1f MB (reads %s MB) -> %.1f KB/stream%s; CPU over %.1f s: Envoy %.1f%%, "
+    say("  %-8s RSS idle %.1f MB, open %.1f MB (reads %s MB) -> %.1f KB/stream%s; CPU over %.1f s: %s %.1f%%, "
         "clients %.1f%%, upstream %.1f%%; TTFE p50 %.1f p99 %.1f max %.1f ms; events %d/%d; all ended in %.1f s; "
         "%.1f s in all" % (
             label, rss_idle / 1e6, rss_open / 1e6, " ".join("%.1f" % (x / 1e6) for x in reads), r["kb"],
-            "" if r["heap_kb"] is None else " (heap %.1f KB/stream)" % r["heap_kb"], elapsed, cpu["envoy"],
+            "" if r["heap_kb"] is None else " (heap %.1f KB/stream)" % r["heap_kb"], elapsed, server, cpu["envoy"],
             cpu["clients"], cpu["upstream"], statistics.median(ttfe), percentile(ttfe, 99), max(ttfe),
             received, sent, end_s, r["seconds"]))
     return r
@@ -1030,26 +1100,44 @@ def measure(envoy, label, module, n, opts, procs, work, deadline, state):
 def main(opts, procs, work, state):
     t_start = time.monotonic()
     deadline = Deadline(opts["deadline"])
-    envoy = opts["envoy"] or find_envoy(deadline)
-    if not (os.path.isfile(envoy) and os.access(envoy, os.X_OK)):
-        raise Failure("no envoy at %s" % envoy)
+    server = state["server"]
+    if opts["http_proxy"]:
+        envoy = None
+        if not (os.path.isfile(opts["http_proxy"]) and os.access(opts["http_proxy"], os.X_OK)):
+            raise Failure("no http_proxy at %s" % opts["http_proxy"])
+    else:
+        envoy = opts["envoy"] or find_envoy(deadline)
+        if not (os.path.isfile(envoy) and os.access(envoy, os.X_OK)):
+            raise Failure("no envoy at %s" % envoy)
     hard = raise_nofile()
     need = 2 * max(opts["streams"]) + 256
     if hard < need:
-        raise Failure("RLIMIT_NOFILE's hard limit is %d; %d streams need about %d descriptors in Envoy" % (
-            hard, max(opts["streams"]), need))
-    version = run([envoy, "--version"], deadline, cap=30).decode()
-    m = re.search(r"[0-9a-f]+/[0-9.]+/[A-Za-z]+/[A-Za-z]+/[A-Za-z]+", version)
-    say("envoy  %s (%s)" % (envoy, m.group(0) if m else version.strip()))
+        raise Failure("RLIMIT_NOFILE's hard limit is %d; %d streams need about %d descriptors in %s" % (
+            hard, max(opts["streams"]), need, server))
+    if opts["http_proxy"]:
+        st = os.stat(opts["http_proxy"])
+        say("http_proxy %s (%d bytes, built %s)" % (
+            opts["http_proxy"], st.st_size, time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st.st_mtime))))
+    else:
+        version = run([envoy, "--version"], deadline, cap=30).decode()
+        m = re.search(r"[0-9a-f]+/[0-9.]+/[A-Za-z]+/[A-Za-z]+/[A-Za-z]+", version)
+        say("envoy  %s (%s)" % (envoy, m.group(0) if m else version.strip()))
     for label, module in opts["filters"]:
         say("filter %s: %s (%d bytes, %s)" % (
             label, module, os.path.getsize(module), "dynamic module" if module.endswith(".so") else "proxy-wasm, V8"))
-    say("filter configuration %s; streams %s; one event per stream every %d ms; ramp %g streams/s; %s; "
+    what = ("configurations passthrough (--passthrough) and http_proxy (its defaults)" if opts["http_proxy"]
+            else "filter configuration %s" % opts["config"])
+    say("%s; streams %s; one event per stream every %d ms; ramp %g streams/s; %s; "
         "RLIMIT_NOFILE %d; deadline %d s" % (
-            opts["config"], ",".join(map(str, opts["streams"])), opts["interval_ms"], opts["ramp"],
+            what, ",".join(map(str, opts["streams"])), opts["interval_ms"], opts["ramp"],
             "POST with a RunAgentInput body" if opts["post"] else "GET", hard, opts["deadline"]))
 
-    configs = [("plain", None)] + opts["filters"]
+    if opts["http_proxy"]:
+        configs = [("passthrough", ["--passthrough"]), ("http_proxy", [])]
+    else:
+        configs = [("plain", None)] + opts["filters"]
+    base = configs[0][0]  # the ratios' denominator
+    width = 11 if opts["http_proxy"] else 10  # the tables' first column
     results, failed = {}, {}
     for n in opts["streams"]:
         say("")
@@ -1069,21 +1157,22 @@ def main(opts, procs, work, state):
                 procs.stop_all()
 
     for n in opts["streams"]:
-        plain = results[("plain", n)]["kb"] if ("plain", n) in results else 0
+        plain = results[(base, n)]["kb"] if (base, n) in results else 0
         say("")
-        say("N=%d open streams, one event each every %d ms (RSS: Envoy's VmRSS, median of %d reads over %g s; "
-            "MB = 10^6 bytes, KB = 1000 bytes; KB/stream = (open - idle) / N; heap: tcmalloc's allocated)" % (
-                n, opts["interval_ms"], RSS_READS, RSS_SPAN))
-        say("  %-10s %9s %9s %10s %8s %8s %7s %22s %21s" % (
-            "config", "idle MB", "open MB", "KB/stream", "x plain", "heap KB", "CPU %", "1st event p50/p99/max ms",
-            "events got/sent"))
+        say("N=%d open streams, one event each every %d ms (RSS: %s's VmRSS, median of %d reads over %g s; "
+            "MB = 10^6 bytes, KB = 1000 bytes; KB/stream = (open - idle) / N; heap: %s)" % (
+                n, opts["interval_ms"], server, RSS_READS, RSS_SPAN,
+                "not counted" if opts["http_proxy"] else "tcmalloc's allocated"))
+        say("  %-*s %9s %9s %10s %8s %8s %7s %22s %21s" % (
+            width, "config", "idle MB", "open MB", "KB/stream", "x pass" if opts["http_proxy"] else "x plain",
+            "heap KB", "CPU %", "1st event p50/p99/max ms", "events got/sent"))
         for label, _ in configs:
             if (label, n) in failed:
-                say("  %-10s FAILED: %s" % (label, failed[(label, n)][:150]))
+                say("  %-*s FAILED: %s" % (width, label, failed[(label, n)][:150]))
                 continue
             r = results[(label, n)]
-            say("  %-10s %9.1f %9.1f %10.1f %8s %8s %7.1f %22s %21s" % (
-                label, r["rss_idle"] / 1e6, r["rss_open"] / 1e6, r["kb"],
+            say("  %-*s %9.1f %9.1f %10.1f %8s %8s %7.1f %22s %21s" % (
+                width, label, r["rss_idle"] / 1e6, r["rss_open"] / 1e6, r["kb"],
                 "%.2f" % (r["kb"] / plain) if plain > 0 else "-",
                 "-" if r["heap_kb"] is None else "%.1f" % r["heap_kb"], r["cpu"]["envoy"],
                 "%.1f/%.1f/%.1f" % (statistics.median(r["ttfe"]), percentile(r["ttfe"], 99), max(r["ttfe"])),
@@ -1092,7 +1181,7 @@ def main(opts, procs, work, state):
     say("wall time %.1f s (%s)" % (time.monotonic() - t_start, ", ".join(
         "%s N=%d %.0f s" % (l, n, r["seconds"]) for (l, n), r in results.items())))
     for n in opts["streams"]:
-        plain = results[("plain", n)]["kb"]
+        plain = results[(base, n)]["kb"] if (base, n) in results else 0
         for label, _ in configs:
             if (label, n) in failed:
                 say("memory %s %d nan nan" % (label, n))
@@ -1114,16 +1203,16 @@ def failure_context(state):
             status["opened"], status["first"], status["done"], status["error_count"]))
     if proc is not None and proc.poll() is None:
         try:
-            lines.append("Envoy's RSS now %.1f MB" % (vm_rss(proc.pid) / 1e6))
+            lines.append("%s's RSS now %.1f MB" % (state["server"], vm_rss(proc.pid) / 1e6))
         except (OSError, Failure):
             pass
     log = state.get("log")
     if log and os.path.isfile(log):
         with open(log, "rb") as f:
             text = f.read().decode("utf-8", "replace").splitlines()
-        errors = [l for l in text if "][error]" in l or "][critical]" in l]
-        lines.append("Envoy's log (%s), %s:" % (
-            os.path.basename(log), "its errors" if errors else "last lines"))
+        errors = [l for l in text if "][error]" in l or "][critical]" in l or l.startswith("http_proxy:")]
+        lines.append("%s's log (%s), %s:" % (
+            state["server"], os.path.basename(log), "its errors" if errors else "last lines"))
         lines += ["  " + l for l in (errors[:8] if errors else text[-8:])]
     state["log"] = None  # said here, not again at the end
     return lines
@@ -1139,7 +1228,7 @@ def entry():
     opts = parse_args(sys.argv[1:])
     procs = Processes()
     work = tempfile.mkdtemp(prefix="agui-envoy-memory.")
-    state = {"log": None, "n": 0}
+    state = {"log": None, "n": 0, "server": "http_proxy" if opts["http_proxy"] else "Envoy"}
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     status, failure = 1, None
     try:
@@ -1161,7 +1250,7 @@ def entry():
             if log and os.path.isfile(log):
                 with open(log, "rb") as f:
                     tail = f.read().decode("utf-8", "replace").splitlines()[-15:]
-                say("Envoy's log (%s), last lines:" % os.path.basename(log))
+                say("%s's log (%s), last lines:" % (state["server"], os.path.basename(log)))
                 for line in tail:
                     say("  " + line)
             say("FAIL %s" % failure)

@@ -1092,6 +1092,90 @@ fn other_responses_pass_through_untouched() {
     );
 }
 
+/// `--passthrough`, the baseline `scripts/envoy-memory.py --http-proxy`
+/// measures against: an event stream reaches the client byte for byte as
+/// the upstream sent it — chunks unexpanded, CRLF line ends kept, a
+/// violation and a cut run unrepaired (the cut response cut too) — with
+/// the rewritten responses' headers; an agent request goes unchecked; one
+/// `passthrough` line per event stream, no stats line.
+#[test]
+fn passthrough_forwards_event_streams_untouched() {
+    // What the rewriter would change (so that the test says something):
+    // a chunk it expands, CRLF it relines, a violation it ends.
+    const CHANGED: [&str; 3] = ["chunk-mixed-kinds.sse", "sse-crlf-multi.sse", VIOLATING];
+    const CUT: &str = "real-tool-roundtrip.sse";
+    let f = fixture();
+    for name in CHANGED {
+        assert_ne!(
+            f.gateway(&[], &f.file(name)),
+            f.stream(name),
+            "{name}: the rewriter leaves it as it is"
+        );
+    }
+    let tmp = TempDir::new("passthrough-flag");
+    let proxy = f.proxy(&["--passthrough"], &tmp);
+    let addr = proxy.addr;
+    block_on(async {
+        for name in CHANGED {
+            for mode in ["chunked", "length"] {
+                let target = format!("/s/{name}?mode={mode}&t=passthrough");
+                let got = request(addr, "GET", &target, b"").await;
+                assert_eq!(got.status, 200, "{target}");
+                assert!(got.body_error.is_none(), "{target}: {:?}", got.body_error);
+                assert!(
+                    got.body == f.stream(name),
+                    "{target}: not the upstream's bytes\n got: {}\nwant: {}",
+                    show(&got.body),
+                    show(f.stream(name))
+                );
+                let h = &got.headers;
+                assert_eq!(header(h, "content-length"), None, "{target}");
+                assert_eq!(header(h, "cache-control"), Some("no-cache"), "{target}");
+                assert_eq!(header(h, "x-accel-buffering"), Some("no"), "{target}");
+            }
+        }
+        // A run cut short: no repair, and the client's response is cut.
+        let target = format!("/cut/{CUT}?mode=chunked&t=passthrough");
+        let got = request(addr, "GET", &target, b"").await;
+        let stream = f.stream(CUT);
+        assert!(
+            got.body == stream[..cut_len(stream, false)],
+            "{target}: not the upstream's bytes: {}",
+            show(&got.body)
+        );
+        assert!(got.body_error.is_some(), "{target}: ended, not cut");
+        // Not checked: a body the check refuses reaches the upstream whole.
+        let (status, _) = post(
+            addr,
+            "/record/passthrough/invalid",
+            b"not json",
+            "text/event-stream",
+            1460,
+            Duration::ZERO,
+        )
+        .await;
+        assert_eq!(status, 200, "an agent request is not checked");
+        assert_eq!(
+            f.upstream.received.lock().expect("received")["/record/passthrough/invalid"],
+            (b"not json".to_vec(), true)
+        );
+    });
+    let streams = 2 * CHANGED.len() + 1;
+    let lines = |log: &[String]| {
+        log.iter()
+            .filter(|l| l.starts_with("{\"passthrough\":"))
+            .count()
+    };
+    let log = proxy.log_when(|l| lines(l) >= streams);
+    assert_eq!(lines(&log), streams, "{log:?}");
+    assert!(!log.iter().any(|l| l.contains("\"bytes_in\"")), "{log:?}");
+    let cut = log
+        .iter()
+        .find(|l| l.contains(&format!("\"path\":\"/cut/{CUT}")))
+        .expect("the cut stream's line");
+    assert!(!cut.contains("\"upstream_error\":null"), "{cut}");
+}
+
 /// The upstream's own `cache-control` is kept (`no-store` says more than
 /// `no-cache`); `no-cache` only where it set none.
 #[test]
