@@ -907,7 +907,7 @@ impl EventStream {
                     &self.outcome,
                     self.started,
                 );
-                pool::give_back((*rewriter).into_buffers());
+                pool::give_back_parts(*rewriter);
             }
             None => {
                 let ms = |d: Duration| d.as_micros() as f64 / 1e3;
@@ -1012,12 +1012,14 @@ impl Drop for EventStream {
     }
 }
 
-/// A response's rewriter, with no buffers yet, boxed: its state (7 KB)
-/// is allocated once and never copied, and an `EventStream` without one
+/// A response's rewriter, with no buffers yet and tool tables only if
+/// tools are denied (both from the pool), boxed: its state (5 KB) is
+/// allocated once and never copied, and an `EventStream` without one
 /// (`--passthrough`) is not the larger for it.
 fn new_rewriter(gateway: &frontend::Gateway) -> Result<Box<rewrite::Rewriter<'static>>, String> {
+    let tables = gateway.denies_tools().then(pool::take_tables);
     gateway
-        .rewriter(&mut [], &mut [])
+        .rewriter(&mut [], &mut [], tables)
         .map(Box::new)
         .map_err(|e| e.to_string())
 }

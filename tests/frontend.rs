@@ -11,7 +11,7 @@ mod pool;
 
 use agui_stream::Dialect;
 use agui_stream::Minting;
-use agui_stream::rewrite::{OnViolation, Rewriter, Stats};
+use agui_stream::rewrite::{OnViolation, Rewriter, Stats, ToolTables};
 use frontend::{ConfigError, Gateway};
 
 /// The filter's documented configuration reads, every key as written.
@@ -142,7 +142,10 @@ fn flags_set_the_same() {
         Err(ConfigError::DeniedTools)
     );
     let (mut frames, mut raw) = ([0u8; 64], [0u8; 64]);
-    assert!(g.rewriter(&mut frames, &mut raw).is_ok());
+    let mut tables = ToolTables::new();
+    assert!(g.rewriter(&mut frames, &mut raw, Some(&mut tables)).is_ok());
+    // Denied tools need the tables.
+    assert!(g.rewriter(&mut frames, &mut raw, None).is_err());
 }
 
 /// Which requests are agent requests, whose bodies are checked.
@@ -248,7 +251,7 @@ fn the_pool_keeps_its_budget() {
 #[test]
 fn a_rewriter_holds_a_pair_only_inside_a_block() {
     let gateway = Gateway::default();
-    let mut rewriter = gateway.rewriter(&mut [], &mut []).expect("rewriter");
+    let mut rewriter = gateway.rewriter(&mut [], &mut [], None).expect("rewriter");
     let mut allocated = 0;
     let mut out = Vec::new();
     let stream: &[u8] = b"data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n";
@@ -267,4 +270,32 @@ fn a_rewriter_holds_a_pair_only_inside_a_block() {
     // One pair, lent three times.
     assert_eq!(allocated, 1);
     assert_eq!(out, [stream, ping].concat());
+}
+
+/// Tool tables come from the pool only for a gateway that denies tools,
+/// and go back with the rewriter's pair: the next stream gets the same,
+/// cleared and given the names again.
+#[test]
+fn tool_tables_go_back_to_the_pool() {
+    let mut gateway = Gateway::default();
+    gateway.set("deny-tool", Some("shell")).expect("a name");
+    assert!(gateway.denies_tools() && !Gateway::default().denies_tools());
+    let stream: &[u8] = b"data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n\
+        data: {\"type\":\"TOOL_CALL_START\",\"toolCallId\":\"c\",\"toolCallName\":\"shell\"}\n\n";
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let tables = pool::take_tables();
+        seen.push(std::ptr::from_ref::<ToolTables>(tables));
+        let mut rewriter = gateway
+            .rewriter(&mut [], &mut [], Some(tables))
+            .expect("rewriter");
+        let mut out = Vec::new();
+        pool::lend(&mut rewriter, 1024, 1 << 20, |_| ());
+        rewriter.push(stream, &mut out).expect("push");
+        pool::reclaim(&mut rewriter);
+        // The call to the denied tool is gone, every time.
+        assert_eq!(out, &stream[..57]);
+        pool::give_back_parts(rewriter);
+    }
+    assert_eq!(seen[0], seen[1]);
 }

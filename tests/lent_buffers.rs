@@ -10,7 +10,7 @@ mod support;
 
 use std::collections::VecDeque;
 
-use agui_stream::rewrite::{OnViolation, Options, RewriteError, Rewriter, Stats};
+use agui_stream::rewrite::{OnViolation, Options, RewriteError, Rewriter, Stats, ToolTables};
 use agui_stream::{Config, Dialect};
 
 /// Every stream of the corpus and the hostile ones, by name.
@@ -45,8 +45,10 @@ fn rewrite(
         (vec![0u8; size], vec![0u8; size]),
     ];
     let [(a_frames, a_raw), (b_frames, b_raw)] = &mut pairs;
+    let mut tables = ToolTables::new();
+    tables.deny("get_weather").unwrap();
     let mut rewriter = Rewriter::new(a_frames, a_raw, config, options);
-    rewriter.deny_tool("get_weather").unwrap();
+    rewriter.deny_tools(&mut tables);
     // The pairs the rewriter does not hold, the one it gave back last at
     // the back (it gets the other).
     let mut idle: VecDeque<(&mut [u8], &mut [u8])> =

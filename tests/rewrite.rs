@@ -13,7 +13,9 @@ mod support;
 
 use support::record::Recorder;
 
-use agui_stream::rewrite::{DENIED_CALLS, OnViolation, Options, RewriteError, Rewriter, Stats};
+use agui_stream::rewrite::{
+    DENIED_CALLS, OnViolation, Options, RewriteError, Rewriter, Stats, ToolTables,
+};
 use agui_stream::{Config, Dialect, Event, FrameInfo, Pipeline, SliceWriter};
 
 /// The rewritten stream, pushed in `piece`-byte pieces, with its stats.
@@ -560,12 +562,14 @@ fn denied_tools_match_by_text_up_to_the_limits() {
         RUN_FINISHED,
     ]);
     let (mut frames, mut raw) = (vec![0u8; 4096], vec![0u8; 4096]);
-    let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
-    r.deny_tool("q\"x").unwrap();
+    let mut tables = ToolTables::new();
+    tables.deny("q\"x").unwrap();
     for i in 1..DENIED_TOOLS {
-        r.deny_tool(&format!("t{i}")).unwrap();
+        tables.deny(&format!("t{i}")).unwrap();
     }
-    assert_eq!(r.deny_tool("t16"), Err(RewriteError::DeniedTools));
+    assert_eq!(tables.deny("t16"), Err(RewriteError::DeniedTools));
+    let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+    r.deny_tools(&mut tables);
     let mut out = Vec::new();
     r.push(&stream, &mut out).unwrap();
     r.finish(&mut out).unwrap();
@@ -578,11 +582,10 @@ fn denied_tools_match_by_text_up_to_the_limits() {
     assert_eq!(r.stats().tool_events_dropped, 5);
     assert_eq!(events(&out, Config::new()).1, Ok(()));
     // The names' bytes are counted as JSON text: a quote takes two.
-    let (mut frames, mut raw) = ([0u8; 64], [0u8; 64]);
-    let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+    let mut tables = ToolTables::new();
     let quotes = "\"".repeat(DENIED_TOOL_BYTES / 2);
-    assert!(r.deny_tool(&quotes).is_ok());
-    assert_eq!(r.deny_tool("x"), Err(RewriteError::DeniedTools));
+    assert!(tables.deny(&quotes).is_ok());
+    assert_eq!(tables.deny("x"), Err(RewriteError::DeniedTools));
 }
 
 #[test]
@@ -604,10 +607,12 @@ fn denied_tools_leave_no_trace() {
     ]);
     let rewrite_denying = |names: &[&str]| {
         let (mut frames, mut raw) = (vec![0u8; 4096], vec![0u8; 4096]);
-        let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+        let mut tables = ToolTables::new();
         for name in names {
-            r.deny_tool(name).unwrap();
+            tables.deny(name).unwrap();
         }
+        let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+        r.deny_tools(&mut tables);
         let mut out = Vec::new();
         for piece in stream.chunks(11) {
             r.push(piece, &mut out).unwrap();
@@ -633,11 +638,10 @@ fn denied_tools_leave_no_trace() {
     assert_eq!(stats.tool_events_dropped, 0);
     assert!(String::from_utf8_lossy(&out).contains("shell"));
     // More names than fit is an error.
-    let (mut frames, mut raw) = ([0u8; 64], [0u8; 64]);
-    let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+    let mut tables = ToolTables::new();
     let long = "x".repeat(100);
-    assert!(r.deny_tool(&long).is_ok() && r.deny_tool(&long).is_ok());
-    assert_eq!(r.deny_tool(&long), Err(RewriteError::DeniedTools));
+    assert!(tables.deny(&long).is_ok() && tables.deny(&long).is_ok());
+    assert_eq!(tables.deny(&long), Err(RewriteError::DeniedTools));
     // A run with more denied calls than the filter holds ends cleanly.
     let mut events = vec![RUN_STARTED.to_owned()];
     for i in 0..40 {
@@ -649,8 +653,10 @@ fn denied_tools_leave_no_trace() {
     events.push(RUN_FINISHED.to_owned());
     let stream = support::sse(&events);
     let (mut frames, mut raw) = (vec![0u8; 4096], vec![0u8; 4096]);
+    let mut tables = ToolTables::new();
+    tables.deny("shell").unwrap();
     let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
-    r.deny_tool("shell").unwrap();
+    r.deny_tools(&mut tables);
     let mut out = Vec::new();
     assert!(r.push(&stream, &mut out).unwrap().ended);
     assert_eq!(
@@ -803,8 +809,10 @@ fn blocks_larger_than_the_raw_buffer_stream_through_a_tool_filter() {
     ]);
     let denying = |stream: &[u8], piece: usize| {
         let (mut frames, mut raw) = ([0u8; 512], [0u8; 512]);
+        let mut tables = ToolTables::new();
+        tables.deny("shell").unwrap();
         let mut r = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
-        r.deny_tool("shell").unwrap();
+        r.deny_tools(&mut tables);
         let mut out = Vec::new();
         for p in stream.chunks(piece) {
             r.push(p, &mut out).unwrap();
@@ -1090,8 +1098,10 @@ fn close_open_does_not_close_a_denied_call() {
         {
             let (mut frames, mut raw) = (vec![0u8; buffer], vec![0u8; buffer]);
             let options = Options::new().close_open(true);
+            let mut tables = ToolTables::new();
+            tables.deny("calc").unwrap();
             let mut r = Rewriter::new(&mut frames, &mut raw, config(dialect), options);
-            r.deny_tool("calc").unwrap();
+            r.deny_tools(&mut tables);
             let mut out = Vec::new();
             for p in stream.chunks(piece.min(stream.len())) {
                 r.push(p, &mut out).unwrap();
@@ -1124,9 +1134,11 @@ fn a_run_error_does_not_name_a_denied_call() {
         for (piece, buffer) in [(1, 4096), (7, 128), (stream.len(), 4096)] {
             let run_error = |deny: Option<&str>| {
                 let (mut frames, mut raw) = (vec![0u8; buffer], vec![0u8; buffer]);
+                let mut tables = ToolTables::new();
                 let mut r = Rewriter::new(&mut frames, &mut raw, config(dialect), Options::new());
                 if let Some(name) = deny {
-                    r.deny_tool(name).unwrap();
+                    tables.deny(name).unwrap();
+                    r.deny_tools(&mut tables);
                 }
                 let mut out = Vec::new();
                 for p in stream.chunks(piece) {
@@ -1179,8 +1191,10 @@ fn close_open_after_the_denied_calls_overflow_closes_no_call() {
         for piece in [1, 9, stream.len()] {
             let (mut frames, mut raw) = (vec![0u8; 4096], vec![0u8; 4096]);
             let options = Options::new().close_open(true);
+            let mut tables = ToolTables::new();
+            tables.deny("calc").unwrap();
             let mut r = Rewriter::new(&mut frames, &mut raw, config(dialect), options);
-            r.deny_tool("calc").unwrap();
+            r.deny_tools(&mut tables);
             let mut out = Vec::new();
             for p in stream.chunks(piece) {
                 r.push(p, &mut out).unwrap();

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use agui_stream::Minting;
-use agui_stream::rewrite::{OnViolation, Options, RewriteError, Rewriter};
+use agui_stream::rewrite::{OnViolation, Options, RewriteError, Rewriter, ToolTables};
 use agui_stream::{Config, Dialect};
 use wasmi::{Engine, Module};
 
@@ -281,9 +281,11 @@ struct Run {
 fn native(stream: &[u8], pieces: &[usize], setting: &Setting) -> Run {
     let (config, options) = setting.native();
     let (mut frames, mut raw) = (vec![0u8; BUFFER], vec![0u8; BUFFER]);
+    let mut tables = ToolTables::new();
     let mut rewriter = Rewriter::new(&mut frames, &mut raw, config, options);
     if let Some(tool) = setting.deny_tool {
-        rewriter.deny_tool(tool).unwrap();
+        tables.deny(tool).unwrap();
+        rewriter.deny_tools(&mut tables);
     }
     let mut output = Vec::new();
     let mut result: Result<bool, RewriteError> = Ok(false);

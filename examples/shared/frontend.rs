@@ -53,6 +53,7 @@ use core::fmt;
 use agui_stream::Minting;
 use agui_stream::rewrite::{
     self, OnViolation, Refusal, RequestRewriter, RequestStats, RewriteError, Rewriter, Stats,
+    ToolTables,
 };
 use agui_stream::{Config, Dialect, UnknownName};
 use serde::Deserialize;
@@ -401,32 +402,45 @@ impl Gateway {
             .max_event_bytes(self.max_event_bytes)
     }
 
-    /// A rewriter with this configuration over `frames` and `raw`, the
-    /// denied tools denied.
+    /// A rewriter with this configuration over `frames` and `raw`; with
+    /// denied tools, over `tables` too ([`Gateway::deny`]: a rewriter that
+    /// denies no tool borrows none).
     ///
     /// # Errors
     ///
     /// [`RewriteError::DeniedTools`] if the names do not fit (they do when
-    /// [`DeniedTools::push`] took them).
+    /// [`DeniedTools::push`] took them), or tools are denied and no
+    /// `tables` are given.
     pub fn rewriter<'b>(
         &self,
         frames: &'b mut [u8],
         raw: &'b mut [u8],
+        tables: Option<&'b mut ToolTables>,
     ) -> Result<Rewriter<'b>, RewriteError> {
         let mut rewriter = Rewriter::new(frames, raw, self.config(), self.options());
-        self.deny(&mut rewriter)?;
+        if self.denies_tools() {
+            let tables = tables.ok_or(RewriteError::DeniedTools)?;
+            self.deny(tables)?;
+            rewriter.deny_tools(tables);
+        }
         Ok(rewriter)
     }
 
-    /// Denies the denied tools on `rewriter`.
+    /// Whether tools are denied: a rewriter needs [`ToolTables`].
+    pub fn denies_tools(&self) -> bool {
+        !self.deny_tools.is_empty()
+    }
+
+    /// Clears `tables`, then denies the denied tools in them.
     ///
     /// # Errors
     ///
     /// As [`Gateway::rewriter`].
-    pub fn deny(&self, rewriter: &mut Rewriter<'_>) -> Result<(), RewriteError> {
+    pub fn deny(&self, tables: &mut ToolTables) -> Result<(), RewriteError> {
+        tables.clear();
         self.deny_tools
             .iter()
-            .try_for_each(|name| rewriter.deny_tool(name))
+            .try_for_each(|name| tables.deny(name))
     }
 
     /// Whether a request is an agent request whose body is checked: a

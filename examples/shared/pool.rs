@@ -26,13 +26,17 @@
 //! threads).
 //!
 //! The pool is per thread (a proxy-wasm VM runs on one worker thread; an
-//! Envoy filter lives on the worker that took its stream).
+//! Envoy filter lives on the worker that took its stream). It also keeps
+//! the tool tables of streams that deny tools ([`take_tables`]): a stream
+//! that denies none has none.
 //!
 //! [`Rewriter::take_buffers`]: agui_stream::rewrite::Rewriter::take_buffers
+// Each includer uses part of it (`rewrite_rounds` no tool tables).
+#![allow(dead_code)]
 
 use std::cell::RefCell;
 
-use agui_stream::rewrite::Rewriter;
+use agui_stream::rewrite::{Rewriter, ToolTables};
 
 /// A frame buffer and a raw buffer.
 pub type Pair = (&'static mut [u8], &'static mut [u8]);
@@ -50,6 +54,8 @@ struct Pool {
 }
 
 thread_local! {
+    /// Tool tables no stream holds.
+    static TABLES: RefCell<Vec<&'static mut ToolTables>> = const { RefCell::new(Vec::new()) };
     static POOL: RefCell<Pool> = const {
         RefCell::new(Pool {
             idle: Vec::new(),
@@ -128,5 +134,28 @@ impl Pool {
     fn idle_pair(&mut self, size: usize) -> Option<Pair> {
         let (_, pairs) = self.idle.iter_mut().find(|(s, _)| *s == size)?;
         pairs.pop()
+    }
+}
+
+/// Tool tables for a stream whose rewriter denies tools
+/// (`Rewriter::deny_tools`): idle ones, or new ones. Like the pairs, never
+/// freed: a thread holds as many as it had such streams open at once.
+pub fn take_tables() -> &'static mut ToolTables {
+    TABLES
+        .with_borrow_mut(Vec::pop)
+        .unwrap_or_else(|| Box::leak(Box::new(ToolTables::new())))
+}
+
+/// Gives tool tables back for the next stream.
+pub fn give_back_tables(tables: &'static mut ToolTables) {
+    TABLES.with_borrow_mut(|idle| idle.push(tables));
+}
+
+/// Gives back what a finished rewriter held: its pair and its tool tables.
+pub fn give_back_parts(rewriter: Rewriter<'static>) {
+    let (frames, raw, tables) = rewriter.into_parts();
+    give_back((frames, raw));
+    if let Some(tables) = tables {
+        give_back_tables(tables);
     }
 }

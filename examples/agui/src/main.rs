@@ -810,8 +810,9 @@ fn count(o: &Options) -> Result<Exit, IoError> {
 fn gateway(o: &Options) -> Result<Exit, IoError> {
     let buffer = o.gateway.buffer;
     let (mut frames, mut raw) = (vec![0u8; buffer], vec![0u8; buffer]);
+    let mut tables = agui_stream::rewrite::ToolTables::new();
     // The denied names fit: `set` took them.
-    let mut rewriter = match o.gateway.rewriter(&mut frames, &mut raw) {
+    let mut rewriter = match o.gateway.rewriter(&mut frames, &mut raw, Some(&mut tables)) {
         Ok(rewriter) => rewriter,
         Err(e) => {
             eprintln!("agui: {e}");

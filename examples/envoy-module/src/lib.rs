@@ -209,10 +209,13 @@ impl Filter {
             };
         }
         let gateway = &self.config.gateway;
-        // No buffers until a chunk comes ([`pool::lend`]).
-        let mut rewriter = Rewriter::new(&mut [], &mut [], gateway.config(), gateway.options());
-        // The names fit: `Gateway::from_json` took them.
-        let _ = gateway.deny(&mut rewriter);
+        // No buffers until a chunk comes ([`pool::lend`]), tool tables only
+        // if tools are denied. The names fit: `Gateway::from_json` took
+        // them.
+        let tables = gateway.denies_tools().then(pool::take_tables);
+        let Ok(rewriter) = gateway.rewriter(&mut [], &mut [], tables) else {
+            return;
+        };
         self.state = State::Rewriting(Box::new(rewriter));
         hook.increment_counter(metrics.streams, 1);
     }
@@ -340,7 +343,7 @@ impl Filter {
             line.field("path", self.path.as_str()).field("end", how);
             abi::log(Level::Info, &format!("agui-stream: {}", line.as_str()));
         }
-        pool::give_back(rewriter.into_buffers());
+        pool::give_back_parts(*rewriter);
     }
 }
 
@@ -354,7 +357,7 @@ impl Drop for Filter {
                 Level::Warn,
                 "agui-stream: a filter was destroyed before its stream completed",
             );
-            pool::give_back(rewriter.into_buffers());
+            pool::give_back_parts(*rewriter);
         }
     }
 }

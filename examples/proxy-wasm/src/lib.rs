@@ -293,16 +293,13 @@ impl Stream {
     }
 
     /// Starts rewriting: a rewriter, without buffers until a chunk comes
-    /// ([`pool::lend`]).
+    /// ([`pool::lend`]), and with tool tables only if tools are denied.
     fn start(&mut self) {
-        let mut rewriter = Rewriter::new(
-            &mut [],
-            &mut [],
-            self.gateway.config(),
-            self.gateway.options(),
-        );
+        let tables = self.gateway.denies_tools().then(pool::take_tables);
         // The names fit: `Gateway::from_json` took them.
-        let _ = self.gateway.deny(&mut rewriter);
+        let Ok(rewriter) = self.gateway.rewriter(&mut [], &mut [], tables) else {
+            return;
+        };
         self.state = State::Rewriting(Box::new(rewriter));
         self.metrics.add(self.metrics.streams, 1);
     }
@@ -319,7 +316,7 @@ impl Stream {
             line.field("path", self.path.as_str()).field("end", how);
             log::info!("agui-stream: {}", line.as_str());
         }
-        pool::give_back(rewriter.into_buffers());
+        pool::give_back_parts(*rewriter);
     }
 
     /// Pushes `input` (and, at the end of the body, finishes) into `out`,

@@ -124,8 +124,8 @@
 //!
 //! Memory: fixed, in the module's data ([`FRAME_CAP`], [`RAW_CAP`],
 //! [`INPUT_CAP`], [`OUTPUT_CAP`] and an 8 KiB report); the two rewriter
-//! buffers are lent once and handed from each stream's rewriter to the
-//! next ([`Rewriter::into_buffers`]).
+//! buffers and its tool tables are lent once and handed from each
+//! stream's rewriter to the next ([`Rewriter::into_parts`]).
 #![no_std]
 // `#[unsafe(no_mangle)]` on the exports (their names are the ABI) is the
 // only unsafe code, each allowed where it stands; there is no unsafe block.
@@ -134,7 +134,9 @@
 #[path = "../../shared/frontend.rs"]
 mod frontend;
 
-use agui_stream::rewrite::{Options, Refusal, RequestRewriter, RewriteError, Rewriter, Stats};
+use agui_stream::rewrite::{
+    Options, Refusal, RequestRewriter, RewriteError, Rewriter, Stats, ToolTables,
+};
 use agui_stream::{Config, SliceWriter};
 use core::fmt::Write as _;
 use frontend::{ConfigError, Gateway, StatsLine};
@@ -319,6 +321,7 @@ static REQUEST: Mutex<Option<Request>> = Mutex::new(None);
 
 static FRAME: Mutex<[u8; FRAME_CAP]> = Mutex::new([0; FRAME_CAP]);
 static RAW: Mutex<[u8; RAW_CAP]> = Mutex::new([0; RAW_CAP]);
+static TABLES: Mutex<ToolTables> = Mutex::new(ToolTables::new());
 static INPUT: Mutex<[u8; INPUT_CAP]> = Mutex::new([0; INPUT_CAP]);
 static OUTPUT: Mutex<Output> = Mutex::new(Output {
     buf: [0; OUTPUT_CAP],
@@ -337,13 +340,22 @@ struct Output {
 
 /// The frame and raw buffers: from the old rewriter, or, at the first
 /// call, the statics (lent for the life of the module).
-fn buffers(module: Option<Module>) -> Option<(&'static mut [u8], &'static mut [u8])> {
+/// The tool tables every rewriter borrows.
+type Tables = &'static mut ToolTables;
+
+fn buffers(module: Option<Module>) -> Option<(&'static mut [u8], &'static mut [u8], Tables)> {
     match module {
-        Some(old) => Some(old.rewriter.into_buffers()),
-        None => match (FRAME.try_lock(), RAW.try_lock()) {
-            (Some(f), Some(r)) => {
-                Some((&mut MutexGuard::leak(f)[..], &mut MutexGuard::leak(r)[..]))
-            }
+        // Every rewriter is given the tables: they come back.
+        Some(old) => match old.rewriter.into_parts() {
+            (f, r, Some(t)) => Some((f, r, t)),
+            (_, _, None) => None,
+        },
+        None => match (FRAME.try_lock(), RAW.try_lock(), TABLES.try_lock()) {
+            (Some(f), Some(r), Some(t)) => Some((
+                &mut MutexGuard::leak(f)[..],
+                &mut MutexGuard::leak(r)[..],
+                MutexGuard::leak(t),
+            )),
             // Taken already: only if a rewriter holding them was lost,
             // which the code below never does.
             _ => None,
@@ -364,7 +376,7 @@ pub extern "C" fn agui_init_v1(len: i32) -> i32 {
     let json = usize::try_from(len)
         .ok()
         .and_then(|len| input.get(pending..pending.checked_add(len)?));
-    let Some((frame, raw)) = buffers(slot.take()) else {
+    let Some((frame, raw, tables)) = buffers(slot.take()) else {
         return Failure::NotInitialized.code();
     };
     // From here on every path stores the rewriter (and so the buffers)
@@ -385,8 +397,17 @@ pub extern "C" fn agui_init_v1(len: i32) -> i32 {
     };
     let kept = gateway.as_ref().ok().cloned();
     let mut rewriter = Rewriter::new(frame, raw, config, options);
-    let result = gateway.and_then(|gateway| {
-        gateway.deny(&mut rewriter).map_err(InitError::DenyTools)?;
+    // The tables go with every rewriter (so that they come back with it);
+    // with no tool denied they deny nothing.
+    let result = match &gateway {
+        Ok(g) => g.deny(tables).map_err(InitError::DenyTools),
+        Err(_) => {
+            tables.clear();
+            Ok(())
+        }
+    };
+    rewriter.deny_tools(tables);
+    let result = gateway.and(result).and_then(|()| {
         let needed = rewriter.frame_bound(RAW_CAP + INPUT_CAP);
         if needed > OUTPUT_CAP {
             // The sizes above are wrong: this build cannot promise progress.

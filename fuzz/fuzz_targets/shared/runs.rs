@@ -5,7 +5,7 @@
 //! `stand_ins.rs` is; each target uses part of it.
 #![allow(dead_code)]
 
-use agui_stream::rewrite::{Options, Rewriter, Stats};
+use agui_stream::rewrite::{Options, Rewriter, Stats, ToolTables};
 use agui_stream::{Config, Error, Event, FrameInfo, Pipeline, Policy, Sink, Summary, encode};
 use std::ops::ControlFlow;
 
@@ -185,9 +185,11 @@ pub fn rewrite<'c>(
     deny: Option<&str>,
     chunks: impl IntoIterator<Item = &'c [u8]>,
 ) -> (Vec<u8>, Stats) {
+    let mut tables = ToolTables::new();
     let mut r = Rewriter::new(frames, raw, config, options);
     if let Some(name) = deny {
-        r.deny_tool(name).expect("one short name fits");
+        tables.deny(name).expect("one short name fits");
+        r.deny_tools(&mut tables);
     }
     let mut out = Vec::new();
     for chunk in chunks {
@@ -217,9 +219,11 @@ pub fn rewrite_lent<'c>(
         .iter_mut()
         .map(|(f, r)| (&mut f[..], &mut r[..]))
         .collect();
+    let mut tables = ToolTables::new();
     let mut r = Rewriter::new(&mut [], &mut [], config, options);
     if let Some(name) = deny {
-        r.deny_tool(name).expect("one short name fits");
+        tables.deny(name).expect("one short name fits");
+        r.deny_tools(&mut tables);
     }
     let mut out = Vec::new();
     for chunk in chunks {

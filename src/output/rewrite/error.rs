@@ -37,7 +37,7 @@ pub enum RewriteError {
         /// The raw buffer's length.
         capacity: usize,
     },
-    /// More denied tool names than [`Rewriter::deny_tool`](super::Rewriter::deny_tool) holds.
+    /// More denied tool names than [`ToolTables::deny`](super::ToolTables::deny) holds.
     DeniedTools,
 }
 

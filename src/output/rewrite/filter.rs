@@ -1,6 +1,8 @@
-//! The tool-call filter ([`Rewriter::deny_tool`](super::Rewriter::deny_tool)):
+//! The tool-call filter ([`Rewriter::deny_tools`](super::Rewriter::deny_tools)):
 //! denied tool names, and the ids of this run's calls to them (whose ARGS,
-//! END and RESULT follow), in the crate's id pools and tables.
+//! END and RESULT follow), in the crate's id pools and tables
+//! ([`ToolTables`], the caller's: a rewriter that denies no tool keeps
+//! none).
 
 use core::fmt;
 
@@ -12,7 +14,7 @@ use crate::view::string::JsonStr;
 use super::RewriteError;
 use super::repair::{Escaped, RUN_ERROR_BYTES};
 
-/// Denied tool names at most ([`Rewriter::deny_tool`](super::Rewriter::deny_tool)).
+/// Denied tool names at most ([`ToolTables::deny`]).
 pub const DENIED_TOOLS: usize = 16;
 /// Bytes for the denied tool names, as JSON text (a name with characters
 /// JSON escapes takes more than its UTF-8).
@@ -33,9 +35,26 @@ pub(super) enum Filtered {
     Full,
 }
 
-/// Denied names, and the ids of the run's calls to them.
+/// The tables of a rewriter that removes the calls to denied tools: the
+/// denied names, and the ids of the run's calls to them. 1,832 bytes,
+/// which a rewriter that denies no tool does without: it borrows them
+/// ([`Rewriter::deny_tools`](super::Rewriter::deny_tools)).
+///
+/// ```
+/// use agui_stream::{Config, rewrite::{Options, Rewriter, ToolTables}};
+/// let mut tables = ToolTables::new();
+/// tables.deny("get_weather")?;
+/// let (mut frames, mut raw) = ([0u8; 1024], [0u8; 1024]);
+/// let mut rewriter = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+/// rewriter.deny_tools(&mut tables);
+/// let mut out = Vec::new();
+/// rewriter.push(b"data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n\
+///                 data: {\"type\":\"TOOL_CALL_START\",\"toolCallId\":\"c\",\"toolCallName\":\"get_weather\"}\n\n", &mut out)?;
+/// assert!(!String::from_utf8(out).unwrap().contains("get_weather"));
+/// # Ok::<(), agui_stream::rewrite::RewriteError>(())
+/// ```
 #[derive(Debug)]
-pub(super) struct ToolFilter {
+pub struct ToolTables {
     name_bytes: Pool<DENIED_TOOL_BYTES>,
     names: IdTable<(), DENIED_TOOLS>,
     id_bytes: Pool<DENIED_CALL_ID_BYTES>,
@@ -52,9 +71,16 @@ const ENTRY: Entry<()> = Entry {
     owner: None,
 };
 
-impl ToolFilter {
-    pub(super) const fn new() -> Self {
-        ToolFilter {
+impl Default for ToolTables {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ToolTables {
+    /// Tables that deny no tool.
+    pub const fn new() -> Self {
+        ToolTables {
             name_bytes: Pool::new(),
             names: IdTable::new(),
             id_bytes: Pool::new(),
@@ -63,8 +89,16 @@ impl ToolFilter {
         }
     }
 
-    /// Denies the tool `name`.
-    pub(super) fn deny(&mut self, name: &str) -> Result<(), RewriteError> {
+    /// Denies the tool `name`: at most [`DENIED_TOOLS`] names
+    /// ([`DENIED_TOOL_BYTES`] bytes as JSON text). A run's calls to them
+    /// are held ([`DENIED_CALLS`] calls, [`DENIED_CALL_ID_BYTES`] bytes of
+    /// ids) until the next run: one more ends the stream with a
+    /// `RUN_ERROR` (`AGUI_STREAM_CAPACITY`).
+    ///
+    /// # Errors
+    ///
+    /// [`RewriteError::DeniedTools`] if the names do not fit.
+    pub fn deny(&mut self, name: &str) -> Result<(), RewriteError> {
         // Stored as JSON text, as the ids it is compared with are.
         let mut buf = [0u8; DENIED_TOOL_BYTES];
         let mut w = Escaped::new(&mut buf);
@@ -76,6 +110,11 @@ impl ToolFilter {
             .push(&mut self.name_bytes, name, ENTRY)
             .map(|_| ())
             .map_err(|_| RewriteError::DeniedTools)
+    }
+
+    /// Forgets every name and call, to deny others for another stream.
+    pub fn clear(&mut self) {
+        *self = Self::new();
     }
 
     #[inline(always)]
@@ -143,6 +182,38 @@ impl ToolFilter {
                 self.overflowed = true;
                 Filtered::Full
             }
+        }
+    }
+}
+
+/// The tables a rewriter borrowed, if any: without them every event is
+/// kept.
+#[derive(Debug, Default)]
+pub(super) struct Tools<'a>(pub(super) Option<&'a mut ToolTables>);
+
+impl Tools<'_> {
+    /// The same tables, borrowed for a shorter while.
+    pub(super) fn reborrow(&mut self) -> Tools<'_> {
+        Tools(self.0.as_deref_mut())
+    }
+
+    #[inline(always)]
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.as_ref().is_none_or(|t| t.is_empty())
+    }
+
+    pub(super) fn named_in(&self, message: &[u8]) -> bool {
+        self.0.as_ref().is_some_and(|t| t.named_in(message))
+    }
+
+    pub(super) fn keeps(&self, event: &Event<'_>) -> bool {
+        self.0.as_ref().is_none_or(|t| t.keeps(event))
+    }
+
+    pub(super) fn check(&mut self, event: &Event<'_>) -> Filtered {
+        match &mut self.0 {
+            Some(t) => t.check(event),
+            None => Filtered::Keep,
         }
     }
 }

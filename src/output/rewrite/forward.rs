@@ -9,7 +9,7 @@ use crate::output::encode::Write;
 use crate::pipeline::FrameInfo;
 
 use super::emit::{BOM, Emitter};
-use super::filter::ToolFilter;
+use super::filter::Tools;
 use super::relines;
 use super::repair::Stop;
 use super::spool::{CUT, Marks};
@@ -33,7 +33,7 @@ pub(super) struct Forward<'a, W: ?Sized> {
     pub(super) marks: &'a mut Marks,
     pub(super) stats: &'a mut Stats,
     pub(super) options: Options,
-    pub(super) filter: &'a mut ToolFilter,
+    pub(super) filter: Tools<'a>,
     /// Set when the stop policy stops: nothing more is written.
     pub(super) stop: &'a mut Stop,
     pub(super) frame: Current,
@@ -45,7 +45,7 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
         marks: &'a mut Marks,
         stats: &'a mut Stats,
         options: Options,
-        filter: &'a mut ToolFilter,
+        filter: Tools<'a>,
         stop: &'a mut Stop,
     ) -> Self {
         Forward {

@@ -11,7 +11,7 @@
 //!   `REASONING_*` for `THINKING_*`) as `data: {json}\n\n`;
 //! * on a violation, what [`OnViolation`] says; at the end of a stream cut
 //!   mid-run, a `RUN_ERROR` with code `AGUI_STREAM_TRUNCATED` ([`Options::repair`]);
-//!   and what the other [`Options`] and [`Rewriter::deny_tool`] ask for
+//!   and what the other [`Options`] and [`Rewriter::deny_tools`] ask for
 //!   (closing what is open, a largest event, canonical form, no `RAW`).
 //!
 //! Output holds only complete blocks: a proxy forwards each push's output at
@@ -62,7 +62,7 @@ mod stats;
 mod tests;
 
 pub use error::{Pushed, RewriteError};
-pub use filter::{DENIED_CALL_ID_BYTES, DENIED_CALLS, DENIED_TOOL_BYTES, DENIED_TOOLS};
+pub use filter::{DENIED_CALL_ID_BYTES, DENIED_CALLS, DENIED_TOOL_BYTES, DENIED_TOOLS, ToolTables};
 pub use options::{OnViolation, Options};
 pub use request::{Refusal, RequestRewriter, RequestStats};
 pub use stats::Stats;
@@ -75,7 +75,7 @@ use crate::pipeline::{
 
 use admission::BlockEnd;
 use emit::{Emitter, Lines};
-use filter::ToolFilter;
+use filter::Tools;
 use forward::Forward;
 use repair::Stop;
 use spool::{Spool, Window};
@@ -101,7 +101,8 @@ pub struct Rewriter<
     options: Options,
     stats: Stats,
     state: State,
-    filter: ToolFilter,
+    /// The tool tables borrowed ([`Rewriter::deny_tools`]).
+    filter: Tools<'b>,
 }
 
 /// Where the rewriter stands.
@@ -148,23 +149,18 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             options,
             stats: Stats::default(),
             state: State::Open,
-            filter: ToolFilter::new(),
+            filter: Tools(None),
         }
     }
 
-    /// Removes every event of calls to the tool `name` — TOOL_CALL_START,
-    /// ARGS, END and RESULT — from the output. It works on normalized
-    /// events, so chunk continuations without ids cannot leak. At most
-    /// [`DENIED_TOOLS`] names ([`DENIED_TOOL_BYTES`] bytes as JSON text); a
-    /// run's calls to them are held ([`DENIED_CALLS`] calls,
-    /// [`DENIED_CALL_ID_BYTES`] bytes of ids) until the next run: one more
-    /// ends the stream with a `RUN_ERROR` (`AGUI_STREAM_CAPACITY`).
-    ///
-    /// # Errors
-    ///
-    /// [`RewriteError::DeniedTools`] if the names do not fit.
-    pub fn deny_tool(&mut self, name: &str) -> Result<(), RewriteError> {
-        self.filter.deny(name)
+    /// Removes every event of calls to the tools `tables` denies
+    /// ([`ToolTables::deny`]) — TOOL_CALL_START, ARGS, END and RESULT —
+    /// from the output, keeping the run's calls to them in `tables`. It
+    /// works on normalized events, so chunk continuations without ids
+    /// cannot leak. A rewriter that is given no tables keeps every call,
+    /// and their 1,832 bytes are not part of its state.
+    pub fn deny_tools(&mut self, tables: &'b mut ToolTables) {
+        self.filter = Tools(Some(tables));
     }
 
     /// Ends the rewriter and gives its frame and raw buffers back, for the
@@ -183,6 +179,18 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
     /// ```
     pub fn into_buffers(self) -> (&'b mut [u8], &'b mut [u8]) {
         (self.pipeline.into_buffer(), self.spool.into_buffer())
+    }
+
+    /// Ends the rewriter and gives back its buffers and the tool tables it
+    /// was given ([`deny_tools`](Self::deny_tools)).
+    #[allow(clippy::type_complexity)]
+    pub fn into_parts(self) -> (&'b mut [u8], &'b mut [u8], Option<&'b mut ToolTables>) {
+        let tables = self.filter.0;
+        (
+            self.pipeline.into_buffer(),
+            self.spool.into_buffer(),
+            tables,
+        )
     }
 
     /// Whether the buffers hold part of a block: one that spans pushes
@@ -438,7 +446,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             marks,
             &mut self.stats,
             self.options,
-            &mut self.filter,
+            self.filter.reborrow(),
             stop,
         );
         let result = f(&mut self.pipeline, &mut sink);

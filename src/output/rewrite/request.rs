@@ -7,7 +7,7 @@
 use core::fmt;
 
 use super::RewriteError;
-use super::filter::ToolFilter;
+use super::filter::ToolTables;
 use super::repair::Escaped;
 use crate::check::request::{RequestChecker, RequestError, RequestErrorKind};
 use crate::input::json::Limits;
@@ -51,7 +51,7 @@ use crate::view::string::JsonStr;
 pub struct RequestRewriter<'b> {
     checker: RequestChecker<'b>,
     hold: &'b mut [u8],
-    filter: ToolFilter,
+    filter: ToolTables,
     denying: bool,
     limit: u64,
     splice: Splice,
@@ -212,7 +212,7 @@ impl<'b> RequestRewriter<'b> {
         RequestRewriter {
             checker: RequestChecker::new(check, dialect),
             hold,
-            filter: ToolFilter::new(),
+            filter: ToolTables::new(),
             denying: false,
             limit: u64::MAX,
             splice: Splice::new(),

@@ -50,7 +50,7 @@ pub struct Stats {
     pub too_large: u64,
     /// Keep-alive comments written ([`Rewriter::keep_alive`](super::Rewriter::keep_alive)).
     pub keep_alives: u64,
-    /// Events of denied tool calls removed ([`Rewriter::deny_tool`](super::Rewriter::deny_tool)).
+    /// Events of denied tool calls removed ([`Rewriter::deny_tools`](super::Rewriter::deny_tools)).
     pub tool_events_dropped: u64,
     /// Blocks larger than the raw buffer, forwarded piece by piece ahead
     /// of their verdict.
