@@ -157,3 +157,18 @@ fn buffers_lent_between_blocks_change_nothing() {
         "{lent_pushes} {held_pushes}"
     );
 }
+
+/// Pushed without buffers (taken and not given back), a rewriter reads
+/// whole blocks as ever, and a block that spans pushes is a typed error.
+#[test]
+fn without_buffers_a_block_that_spans_pushes_is_an_error() {
+    let mut rewriter = Rewriter::new(&mut [], &mut [], Config::new(), Options::new());
+    let mut out = Vec::new();
+    let run = b"data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n";
+    assert_eq!(rewriter.push(run, &mut out).map(|p| p.read), Ok(run.len()));
+    assert_eq!(out, run);
+    assert!(matches!(
+        rewriter.push(b"data: {\"type\":\"RUN_", &mut out),
+        Err(RewriteError::RawBuffer { .. })
+    ));
+}

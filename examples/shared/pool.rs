@@ -1,7 +1,8 @@
 //! The rewriters' buffers: allocated once, lent to a stream only while it
 //! has a block in flight, taken back — the pattern for a host whose streams
-//! outlive one call. Shared by the proxy-wasm filter and the Envoy dynamic
-//! module (included as a module: `#[path = "…/shared/pool.rs"] mod pool;`).
+//! outlive one call. Shared by the proxy-wasm filter, the Envoy dynamic
+//! module and `http_proxy` (included as a module:
+//! `#[path = "…/shared/pool.rs"] mod pool;`).
 //!
 //! A [`Rewriter`](agui_stream::rewrite::Rewriter) borrows its frame and
 //! raw buffers (it never allocates), and a stream's rewriter lives across
@@ -9,8 +10,8 @@
 //! from `Box::leak`. They are never freed, so they are never allocated
 //! twice. Between blocks a rewriter's buffers hold nothing
 //! ([`Rewriter::take_buffers`]), and an event stream that trickles tokens
-//! is between blocks after nearly every chunk: a stream takes a pair before
-//! a chunk ([`take`]) and gives it back after it ([`give_back`]) unless the
+//! is between blocks after nearly every chunk: a stream gets a pair before
+//! a chunk ([`lend`]) and gives it back after it ([`reclaim`]) unless the
 //! chunk ended inside a block. So a thread holds about as many pairs as it
 //! had blocks in flight at once, not one per open stream.
 //!
@@ -18,8 +19,8 @@
 //! while they stay within `budget` bytes; past it, a stream that needs a
 //! pair and finds none idle gets a pair of [`SMALL`] bytes — a block of any
 //! size still passes (a value larger than the frame buffer is checked as
-//! it spills past it, every verdict the same from 1 KiB on), only more
-//! slowly. Never refused, never waiting: a stream is never held up or
+//! it spills past it, every verdict the same from 1 KiB on; a block larger
+//! than the raw buffer goes out ahead of its verdict), only more slowly. Never refused, never waiting: a stream is never held up or
 //! dropped for want of memory, and the small pairs, too, are as many as
 //! the blocks in flight at once at most. The gauge
 //! `agui_stream.buffer_pairs` counts the pairs allocated (summed over the

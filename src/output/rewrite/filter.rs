@@ -188,7 +188,7 @@ impl ToolTables {
 
 /// The tables a rewriter borrowed, if any: without them every event is
 /// kept.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Tools<'a>(pub(super) Option<&'a mut ToolTables>);
 
 impl Tools<'_> {
