@@ -274,8 +274,12 @@ fn a_tool_result_cut_at_150_000_bytes_is_truncated_at_any_buffer() {
 /// A run cut inside its own RUN_STARTED (a large `input`): no run had
 /// started, yet the client must learn it failed. At every buffer the
 /// output ends with `RUN_ERROR` `AGUI_STREAM_TRUNCATED` (which may stand
-/// alone as a stream's first event), and the client reads nothing else:
-/// the part of the block that went out ahead of its verdict is cut.
+/// alone as a stream's first event), and apart from the part of the block
+/// that went out ahead of its verdict, cut, there is nothing else. (That
+/// cut block is still what issue 38's target 5 is about: the reference
+/// client stops at it with "Bad control character" and never reads the
+/// `RUN_ERROR`. Where the block fits the raw buffer, the live reference
+/// accepts the repaired stream: `.ci/run` checks it.)
 #[test]
 fn a_run_cut_inside_its_own_run_started_is_truncated_at_any_buffer() {
     let started = format!(
