@@ -227,7 +227,7 @@ fn the_pool_keeps_its_budget() {
     let mut sizes = Vec::new();
     let mut take = |size| {
         let pair = pool::take(size, 3 * 2 * 4096, |n| sizes.push(n));
-        assert_eq!((pair.0.len(), pair.1.len()), (pair.0.len(), pair.0.len()));
+        assert_eq!(pair.0.len(), pair.1.len(), "a pair is of one size");
         pair
     };
     let pairs: Vec<_> = (0..5).map(|_| take(4096)).collect();

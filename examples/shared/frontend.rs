@@ -730,6 +730,37 @@ pub struct RequestCounts {
 }
 
 impl RequestCounts {
+    /// The counters' metric names (the filters' `agui_stream.NAME`), in
+    /// [`values`](Self::values) order.
+    pub const NAMES: [&'static str; 6] = [
+        "requests_checked",
+        "requests_refused_json",
+        "requests_refused_schema",
+        "requests_refused_too_large",
+        "requests_refused_capacity",
+        "requests_rewritten",
+    ];
+
+    /// The counts, in [`NAMES`](Self::NAMES) order.
+    pub fn values(&self) -> [u64; 6] {
+        [
+            self.checked,
+            self.refused_json,
+            self.refused_schema,
+            self.refused_too_large,
+            self.refused_capacity,
+            self.rewritten,
+        ]
+    }
+
+    /// What one request's outcome adds to each counter, in
+    /// [`NAMES`](Self::NAMES) order.
+    pub fn of(outcome: Result<&RequestStats, &Refusal>) -> [u64; 6] {
+        let mut one = RequestCounts::default();
+        one.count(outcome);
+        one.values()
+    }
+
     /// Counts one request's outcome.
     pub fn count(&mut self, outcome: Result<&RequestStats, &Refusal>) {
         self.checked = self.checked.saturating_add(1);

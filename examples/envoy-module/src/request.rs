@@ -31,9 +31,10 @@
 //! `requests_refused_schema`, `requests_refused_too_large`,
 //! `requests_refused_capacity`, `requests_rewritten`) and, refused, logged.
 
-use agui_stream::rewrite::{Refusal, RequestRewriter};
+use agui_stream::rewrite::{Refusal, RequestRewriter, RequestStats};
 
 use crate::abi::{self, Body, Headers, Hook, Level};
+use crate::frontend::RequestCounts;
 use crate::{Filter, Scratch, pool, with_scratch};
 
 /// An agent request's body being checked.
@@ -48,44 +49,22 @@ pub enum Verdict {
     Stop,
 }
 
-/// The request counters' ids.
-pub struct Counters {
-    checked: Option<usize>,
-    refused_json: Option<usize>,
-    refused_schema: Option<usize>,
-    refused_too_large: Option<usize>,
-    refused_capacity: Option<usize>,
-    rewritten: Option<usize>,
-}
+/// The request counters' ids (`RequestCounts::NAMES`).
+pub struct Counters([Option<usize>; RequestCounts::NAMES.len()]);
 
 impl Counters {
     /// Defines them with `counter` (a name → its id).
     pub fn define(counter: impl Fn(&str) -> Option<usize>) -> Counters {
-        Counters {
-            checked: counter("requests_checked"),
-            refused_json: counter("requests_refused_json"),
-            refused_schema: counter("requests_refused_schema"),
-            refused_too_large: counter("requests_refused_too_large"),
-            refused_capacity: counter("requests_refused_capacity"),
-            rewritten: counter("requests_rewritten"),
-        }
+        Counters(RequestCounts::NAMES.map(counter))
     }
 
-    /// Counts one agent request's outcome: passed (with this many tools
-    /// taken out) or refused.
-    fn count(&self, hook: &Hook<'_>, outcome: Result<u32, &Refusal>) {
-        hook.increment_counter(self.checked, 1);
-        let id = match outcome {
-            Ok(0) => return,
-            Ok(_) => self.rewritten,
-            Err(r) => match r.reason() {
-                "json" => self.refused_json,
-                "schema" => self.refused_schema,
-                "too_large" => self.refused_too_large,
-                _ => self.refused_capacity,
-            },
-        };
-        hook.increment_counter(id, 1);
+    /// Counts one agent request's outcome.
+    fn count(&self, hook: &Hook<'_>, outcome: Result<&RequestStats, &Refusal>) {
+        for (id, n) in self.0.iter().zip(RequestCounts::of(outcome)) {
+            if n > 0 {
+                hook.increment_counter(*id, n);
+            }
+        }
     }
 }
 
@@ -252,8 +231,7 @@ impl Filter {
     /// The body passed: counted, the rewriter gone.
     fn passed(&mut self, hook: &Hook<'_>) {
         if let Some(r) = &self.request {
-            let removed = r.stats().tools_removed;
-            self.config.metrics.requests.count(hook, Ok(removed));
+            self.config.metrics.requests.count(hook, Ok(r.stats()));
         }
         self.release_request();
     }

@@ -124,11 +124,11 @@ pub mod pool;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use agui_stream::rewrite::{Refusal, RequestRewriter, RewriteError, Rewriter, Stats};
+use agui_stream::rewrite::{Refusal, RequestRewriter, RequestStats, RewriteError, Rewriter, Stats};
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, ContextType, LogLevel, MetricType};
 
-use frontend::{Gateway, RESPONSE_EDITS, Reported, StatsLine};
+use frontend::{Gateway, RESPONSE_EDITS, Reported, RequestCounts, StatsLine};
 
 proxy_wasm::main! {{
     proxy_wasm::set_log_level(LogLevel::Info);
@@ -155,13 +155,9 @@ struct Metrics {
     aborted: Option<u32>,
     trailers: Option<u32>,
     buffer_pairs: Option<u32>,
-    /// Agent requests: checked, refused by reason, rewritten.
-    requests_checked: Option<u32>,
-    requests_refused_json: Option<u32>,
-    requests_refused_schema: Option<u32>,
-    requests_refused_too_large: Option<u32>,
-    requests_refused_capacity: Option<u32>,
-    requests_rewritten: Option<u32>,
+    /// Agent requests: checked, refused by reason, rewritten
+    /// (`RequestCounts::NAMES`).
+    requests: [Option<u32>; RequestCounts::NAMES.len()],
 }
 
 impl Metrics {
@@ -177,29 +173,17 @@ impl Metrics {
             trailers: counter("trailers"),
             // A gauge summed over the VMs (one per worker thread).
             buffer_pairs: host::define_metric(MetricType::Gauge, "buffer_pairs"),
-            requests_checked: counter("requests_checked"),
-            requests_refused_json: counter("requests_refused_json"),
-            requests_refused_schema: counter("requests_refused_schema"),
-            requests_refused_too_large: counter("requests_refused_too_large"),
-            requests_refused_capacity: counter("requests_refused_capacity"),
-            requests_rewritten: counter("requests_rewritten"),
+            requests: RequestCounts::NAMES.map(counter),
         }
     }
 
     /// Counts one agent request's outcome.
-    fn count_request(&self, outcome: Result<u32, &Refusal>) {
-        self.add(self.requests_checked, 1);
-        let id = match outcome {
-            Ok(0) => return,
-            Ok(_) => self.requests_rewritten,
-            Err(r) => match r.reason() {
-                "json" => self.requests_refused_json,
-                "schema" => self.requests_refused_schema,
-                "too_large" => self.requests_refused_too_large,
-                _ => self.requests_refused_capacity,
-            },
-        };
-        self.add(id, 1);
+    fn count_request(&self, outcome: Result<&RequestStats, &Refusal>) {
+        for (id, n) in self.requests.iter().zip(RequestCounts::of(outcome)) {
+            if n > 0 {
+                self.add(*id, n);
+            }
+        }
     }
 
     /// This VM's metrics, defined on first use.
@@ -374,7 +358,7 @@ impl Stream {
     /// The body passed: counted, the buffers back.
     fn passed(&mut self) {
         if let Some(r) = self.request.take() {
-            self.metrics.count_request(Ok(r.stats().tools_removed));
+            self.metrics.count_request(Ok(r.stats()));
             pool::give_back(r.into_buffers());
         }
     }
