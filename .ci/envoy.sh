@@ -64,6 +64,14 @@ envoy=$(scripts/install-envoy.sh | tail -n 1)
 step "agui (the offline gateway the bodies are compared with)"
 cargo build --release -p agui-cli
 
+step "the real client for the cut runs: @ag-ui/client 1.0.0 from the npm registry (tests/corpus/oracle)"
+command -v npm >/dev/null || { apt-get update -q && apt-get install -y -q nodejs npm; }
+ORACLE_DIR=$(mktemp -d)
+trap 'rm -rf "$ORACLE_DIR"' EXIT
+cp tests/corpus/oracle/oracle.mjs tests/corpus/oracle/package.json tests/corpus/oracle/package-lock.json "$ORACLE_DIR"/
+(cd "$ORACLE_DIR" && npm ci --no-audit --no-fund >/dev/null)
+export ORACLE_DIR
+
 # Each run checks responses and agent requests (scripts/request_e2e.py)
 # alike, and fails on any deprecation warning in Envoy's log.
 step "end to end: scripts/envoy-e2e.sh tests/corpus/real, the speed build"

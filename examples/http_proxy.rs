@@ -974,14 +974,20 @@ impl Body for EventStream {
             let gateway = &this.proxy.args.gateway;
             let mut out = Vec::new();
             pool::lend(rewriter, gateway.buffer, gateway.buffer_budget, |_| ());
-            let pushed = rewriter.push(&data, &mut out);
+            let pushed = pool::push_all(
+                rewriter,
+                &data,
+                &mut out,
+                gateway.hold_bytes,
+                gateway.buffer_budget,
+            );
             // Between blocks the pair goes back: a stream holds buffers
             // only while a block is in flight.
             pool::reclaim(rewriter);
             match pushed {
-                // A Vec always has room: `pushed.read == data.len()`.
-                Ok(pushed) => {
-                    if pushed.ended {
+                // A Vec always has room: all of `data` was read.
+                Ok(ended) => {
+                    if ended {
                         // Closes the upstream request now; `finish` next.
                         this.upstream = None;
                     }

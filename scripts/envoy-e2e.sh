@@ -27,6 +27,10 @@
 #     one event);
 #   - conformance cases: CRLF, chunks, THINKING, a block larger than the
 #     buffers, a lifecycle violation ending in AGUI_STREAM_VIOLATION;
+#   - runs cut inside an event larger than the buffers (a 300 KB tool
+#     result, text delta and RUN_STARTED input, a 5 MB tool-call
+#     argument), close-delimited, through the real HttpAgent: it gets every
+#     event before the cut one, then RUN_ERROR AGUI_STREAM_TRUNCATED;
 #   - an upstream dying mid-run, between blocks and mid-block (block ends
 #     found with any line ends, as the filter finds them): close-delimited,
 #     the gateway's output for the cut body (the repair, RUN_ERROR
@@ -67,6 +71,9 @@
 #
 # Environment: FILTER (the filter to test: a .wasm, or the dynamic module's
 # .so; WASM is the same), AGUI, ENVOY (use these instead of building/installing),
+# ORACLE_DIR (a directory whose node_modules has @ag-ui/client 1.0.0, as
+# tests/corpus/oracle's `npm ci` makes it: runs cut inside a large event
+# go through the real HttpAgent; without it that check is n/a),
 # HOSTILE_DIR, KEEP_WORK=1 (keep the work directory even on success),
 # E2E_DEADLINE (seconds after Envoy's start past which no more requests are
 # made and the script fails; default 60 + 25 per capture + 5 per hostile
@@ -229,8 +236,10 @@ deadline=${E2E_DEADLINE:-$((60 + 25 * ${#files[@]} + 5 * ${#hostile_files[@]}))}
 say "captures: ${#files[@]} in $captures; deadline ${deadline} s after Envoy's start"
 
 phase "start the upstream and Envoy"
+python3 scripts/cut_runs.py write "$work/runs"
 python3 scripts/sse_upstream.py --record-dir "$work/record" real="$captures" \
-    conf="$root/tests/corpus/conformance" hostile="$hostile" >"$work/upstream.out" 2>"$work/upstream.err" &
+    conf="$root/tests/corpus/conformance" hostile="$hostile" runs="$work/runs" \
+    >"$work/upstream.out" 2>"$work/upstream.err" &
 pids+=($!)
 upstream_port=
 for ((i = 0; i < 100; i++)); do
@@ -555,6 +564,23 @@ for f in "${files[@]}"; do
         done
     done
 done
+
+phase "a run cut inside an event larger than the buffers, as the real client sees it"
+# HttpAgent (@ag-ui/client 1.0.0, from ORACLE_DIR's node_modules) through
+# the filter at its defaults, close-delimited (chunked, Envoy resets the
+# client): every event before the cut one, then the repair's RUN_ERROR,
+# never a parse error (scripts/cut_runs.py).
+if [ -n "${ORACLE_DIR:-}" ]; then
+    if timeout 600 python3 scripts/cut_runs.py check "$envoy/cut/runs" "$ORACLE_DIR" "$work/runs" \
+        >"$work/cut-runs.out" 2>&1; then
+        ok "runs cut inside a large event (4 runs, 16 cuts): HttpAgent gets RUN_ERROR AGUI_STREAM_TRUNCATED"
+    else
+        bad "runs cut inside a large event: $(grep -c FAILED "$work/cut-runs.out") of 16 failed"
+        grep FAILED "$work/cut-runs.out" | head -n 5
+    fi
+else
+    na "runs cut inside a large event through HttpAgent: no ORACLE_DIR"
+fi
 
 # ------------------------------------------------------------------ not rewritten
 

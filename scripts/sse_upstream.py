@@ -8,7 +8,7 @@ written in seeded random pieces (the seed is the request target, so a
 target always gets the same pieces), over HTTP/1.1 with one response per
 connection. Prints `listening on PORT` once bound (port 0: a free one).
 
-Routes (GET; `?` options):
+Routes (any method, a request body read and ignored; `?` options):
 
   /s/KEY/NAME        the file. mode=chunked (default) | length (content-length)
                      | close (no length, no chunks: the body ends when the
@@ -131,6 +131,16 @@ class Handler(socketserver.BaseRequestHandler):
             if route == "record":
                 self.record(sock, head.split(b"\r\n\r\n", 1)[1], headers, segments[1:])
                 return
+            # A body (HttpAgent POSTs its input) is read and ignored: a
+            # socket closed with bytes unread would answer with a RST.
+            body = len(head.split(b"\r\n\r\n", 1)[1])
+            length = int(headers.get("content-length", "0") or 0)
+            sock.settimeout(30)
+            while body < length:
+                part = sock.recv(65536)
+                if not part:
+                    break
+                body += len(part)
             self.answer(sock, method, target, headers, route, segments[1:], query)
         except (BrokenPipeError, ConnectionResetError, socket.timeout):
             pass

@@ -93,6 +93,7 @@ fn flags_set_the_same() {
         ("deterministic-ids", None),
         ("buffer", Some("4096")),
         ("buffer-budget", Some("1048576")),
+        ("hold-bytes", Some("0")),
         ("keepalive-ms", Some("0")),
         ("no-request-check", None),
         ("max-request-bytes", Some("5000")),
@@ -105,12 +106,12 @@ fn flags_set_the_same() {
         br#"{"dialect":"v0","on_violation":"drop","repair":false,"close_open":true,
             "max_event_bytes":1000,"canonical":true,"drop_raw":true,
             "deny_tools":["get_weather","shell"],"check_tool_args":true,
-            "deterministic_ids":true,"buffer":4096,"buffer_budget":1048576,"keepalive_ms":0,
+            "deterministic_ids":true,"buffer":4096,"buffer_budget":1048576,"hold_bytes":0,"keepalive_ms":0,
             "check_requests":false,"max_request_bytes":5000,"request_path":"/agent"}"#,
     )
     .expect("json");
     assert_eq!(g, json);
-    assert_eq!(frontend::FLAGS.len(), 16);
+    assert_eq!(frontend::FLAGS.len(), 17);
     assert!(
         frontend::FLAGS
             .iter()
@@ -298,4 +299,65 @@ fn tool_tables_go_back_to_the_pool() {
         pool::give_back_parts(rewriter);
     }
     assert_eq!(seen[0], seen[1]);
+}
+
+/// A block larger than the buffers is held whole (its raw buffer grown
+/// from the pool, `pool::push_all`) up to `hold_bytes`, within the
+/// budget; past either it goes ahead of its verdict. Whole or ahead, the
+/// client gets the same bytes; cut, a held block never reaches it.
+#[test]
+fn held_blocks_grow_from_the_pool() {
+    let start = "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n";
+    let large = format!(
+        "data: {{\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\",\"result\":\"{}\"}}\n\n",
+        "x".repeat(300_000)
+    );
+    let stream = format!("{start}{large}");
+    // (hold_bytes, budget) → streamed ahead?
+    for (hold, budget, ahead) in [
+        (1 << 20, 64 << 20, false),
+        (128 << 10, 64 << 20, true),
+        (1 << 20, 4 * 4096 + 8192, true),
+        (0, 64 << 20, true),
+    ] {
+        let mut gateway = Gateway::default();
+        gateway
+            .set("hold-bytes", Some(&hold.to_string()))
+            .expect("a number");
+        for cut in [stream.len(), start.len() + 200_000] {
+            let mut out_bytes = Vec::new();
+            let mut rewriter = gateway.rewriter(&mut [], &mut [], None).expect("rewriter");
+            for piece in stream.as_bytes()[..cut].chunks(1460) {
+                pool::lend(&mut rewriter, 4096, budget, |_| ());
+                let ended = pool::push_all(&mut rewriter, piece, &mut out_bytes, hold, budget);
+                assert_eq!(ended, Ok(false));
+                pool::reclaim(&mut rewriter);
+            }
+            pool::lend(&mut rewriter, 4096, budget, |_| ());
+            rewriter.finish(&mut out_bytes).expect("finish");
+            let streamed = rewriter.stats().streamed;
+            pool::give_back_parts(rewriter);
+            assert_eq!(
+                streamed,
+                u64::from(ahead),
+                "hold {hold}, budget {budget}, cut {cut}"
+            );
+            let out = String::from_utf8(out_bytes).expect("UTF-8");
+            if cut == stream.len() {
+                assert_eq!(out, stream);
+            } else if ahead {
+                assert!(
+                    out.contains("\ndata: \u{1}\n\n"),
+                    "the part that went ahead is cut"
+                );
+            } else {
+                assert_eq!(
+                    out,
+                    format!(
+                        "{start}data: {{\"type\":\"RUN_ERROR\",\"message\":\"the stream ended before the run finished\",\"code\":\"AGUI_STREAM_TRUNCATED\"}}\n\n"
+                    )
+                );
+            }
+        }
+    }
 }

@@ -1215,26 +1215,33 @@ fn a_failing_upstream_is_a_bad_gateway() {
     );
 }
 
-/// A block larger than the proxy's buffers goes out piece by piece ahead
-/// of its verdict, and the body is still the gateway's.
+/// A block larger than the proxy's buffers is held whole until its verdict
+/// (its raw buffer grown from the pool), or with `--hold-bytes 0` goes out
+/// piece by piece ahead of it; either way the body is the gateway's.
 #[test]
-fn a_block_larger_than_the_buffers_streams() {
+fn a_block_larger_than_the_buffers_is_held_or_streams() {
     let f = fixture();
-    let tmp = TempDir::new("large");
-    let proxy = f.proxy(&[], &tmp);
-    let want = f.gateway(&[], &f.file(LARGE));
-    let got = block_on(request(
-        proxy.addr,
-        "GET",
-        &format!("/s/{LARGE}?t=large"),
-        b"",
-    ));
-    assert_rewritten("a block over --buffer", &got, &want);
-    assert!(got.body == f.stream(LARGE), "nothing to change in it");
-    let log = proxy.log_when(|l| l.iter().any(|l| l.contains("\"rewritten\":")));
-    let stats = log.iter().find(|l| l.contains(LARGE)).expect("its stats");
-    assert!(stats.contains("\"error\":null"), "{stats}");
-    assert!(!stats.contains("\"streamed\":0,"), "{stats}");
+    for (flags, streamed) in [(&[][..], false), (&["--hold-bytes", "0"][..], true)] {
+        let tmp = TempDir::new("large");
+        let proxy = f.proxy(flags, &tmp);
+        let want = f.gateway(flags, &f.file(LARGE));
+        let got = block_on(request(
+            proxy.addr,
+            "GET",
+            &format!("/s/{LARGE}?t=large"),
+            b"",
+        ));
+        assert_rewritten("a block over --buffer", &got, &want);
+        assert!(got.body == f.stream(LARGE), "nothing to change in it");
+        let log = proxy.log_when(|l| l.iter().any(|l| l.contains("\"rewritten\":")));
+        let stats = log.iter().find(|l| l.contains(LARGE)).expect("its stats");
+        assert!(stats.contains("\"error\":null"), "{stats}");
+        assert_eq!(
+            !stats.contains("\"streamed\":0,"),
+            streamed,
+            "{flags:?}: {stats}"
+        );
+    }
 }
 
 /// The proxy takes `agui gateway`'s options, and they do what they do

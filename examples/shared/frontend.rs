@@ -28,8 +28,8 @@
 //! {"dialect": "v1", "on_violation": "stop", "repair": true, "close_open": false,
 //!  "canonical": false, "drop_raw": false, "max_event_bytes": 0,
 //!  "check_tool_args": false, "deny_tools": [],
-//!  "deterministic_ids": false, "buffer": 65536, "buffer_budget": 16777216,
-//!  "keepalive_ms": 15000,
+//!  "deterministic_ids": false, "buffer": 65536, "buffer_budget": 67108864,
+//!  "hold_bytes": 16777216, "keepalive_ms": 15000,
 //!  "request_identity": true, "log_streams": true,
 //!  "check_requests": true, "max_request_bytes": 16777216, "request_path": ""}
 //! ```
@@ -70,8 +70,12 @@ pub const MIN_BUFFER: usize = 64;
 pub const MAX_BUFFER: usize = 16 << 20;
 /// The proxies' default `buffer`.
 pub const DEFAULT_BUFFER: usize = 64 << 10;
-/// The pools' default `buffer_budget`.
-pub const DEFAULT_BUFFER_BUDGET: usize = 16 << 20;
+/// The pools' default `buffer_budget`: room for one event held to
+/// [`DEFAULT_HOLD_BYTES`] (its raw buffers 128 KiB … 16 MiB, 32 MiB) beside
+/// the pairs of 256 blocks in flight at once.
+pub const DEFAULT_BUFFER_BUDGET: usize = 64 << 20;
+/// The default `hold_bytes`.
+pub const DEFAULT_HOLD_BYTES: usize = 16 << 20;
 /// `http_proxy`'s default keep-alive interval.
 pub const DEFAULT_KEEPALIVE_MS: u64 = 15_000;
 
@@ -103,9 +107,14 @@ pub struct Gateway {
     pub deterministic_ids: bool,
     /// `--buffer N`.
     pub buffer: usize,
-    /// `--buffer-budget N`: bytes of `buffer`-sized pairs a pool allocates
-    /// (per worker thread); past it, streams get small pairs.
+    /// `--buffer-budget N`: bytes of buffers a pool allocates (per worker
+    /// thread); past it, streams get small pairs, and held blocks go ahead.
     pub buffer_budget: usize,
+    /// `--hold-bytes N`: a block larger than the raw buffer is held whole
+    /// until its verdict up to this many bytes (its raw buffer grown from
+    /// the pool), so that a client never gets part of an event; a larger
+    /// one goes out ahead of its verdict (0: every one does).
+    pub hold_bytes: usize,
     /// `--keepalive-ms N` (0: never).
     pub keepalive_ms: u64,
     /// The filter: a request that accepts `text/event-stream` asks the
@@ -143,6 +152,7 @@ impl Default for Gateway {
             deterministic_ids: false,
             buffer: DEFAULT_BUFFER,
             buffer_budget: DEFAULT_BUFFER_BUDGET,
+            hold_bytes: DEFAULT_HOLD_BYTES,
             keepalive_ms: DEFAULT_KEEPALIVE_MS,
             request_identity: true,
             log_streams: true,
@@ -165,7 +175,7 @@ pub struct Flag {
 }
 
 /// Every flag of [`Gateway::set`], in the order help lists them.
-pub const FLAGS: [Flag; 16] = [
+pub const FLAGS: [Flag; 17] = [
     Flag {
         name: "dialect",
         value: Some("v1|v0"),
@@ -224,7 +234,12 @@ pub const FLAGS: [Flag; 16] = [
     Flag {
         name: "buffer-budget",
         value: Some("N"),
-        help: "bytes of buffer pairs the pool allocates; past them, 1 KiB pairs (default 16 MiB)",
+        help: "bytes of buffers the pool allocates; past them, 1 KiB pairs (default 64 MiB)",
+    },
+    Flag {
+        name: "hold-bytes",
+        value: Some("N"),
+        help: "hold a block whole until its verdict up to N bytes (default 16 MiB; 0: stream it ahead)",
     },
     Flag {
         name: "keepalive-ms",
@@ -342,6 +357,10 @@ impl Gateway {
                 self.buffer_budget =
                     usize::try_from(number(value)?).map_err(|_| ConfigError::Number)?;
             }
+            "hold-bytes" => {
+                self.hold_bytes =
+                    usize::try_from(number(value)?).map_err(|_| ConfigError::Number)?;
+            }
             "keepalive-ms" => self.keepalive_ms = number(value)?,
             "no-request-check" => self.check_requests = false,
             "max-request-bytes" => self.max_request_bytes = number(value)?,
@@ -400,6 +419,7 @@ impl Gateway {
             .canonical(self.canonical)
             .drop_raw(self.drop_raw)
             .max_event_bytes(self.max_event_bytes)
+            .hold(self.hold_bytes > 0)
     }
 
     /// A rewriter with this configuration over `frames` and `raw`; with
@@ -674,25 +694,6 @@ pub const RESPONSE_EDITS: [HeaderEdit; 3] = [
 ];
 
 // ------------------------------------------------------- rewriting for a host
-
-/// Pushes all of `input` through `rewriter` into `out`, an output that
-/// always has room (a `Vec`): a push reads everything but may stop at the
-/// end of the run (then the rest is not read).
-pub fn push_all<W: agui_stream::Write + ?Sized>(
-    rewriter: &mut Rewriter<'_>,
-    input: &[u8],
-    out: &mut W,
-) -> Result<(), RewriteError> {
-    let mut rest = input;
-    while !rest.is_empty() {
-        let pushed = rewriter.push(rest, out)?;
-        if pushed.ended || pushed.read == 0 {
-            break;
-        }
-        rest = rest.get(pushed.read..).unwrap_or_default();
-    }
-    Ok(())
-}
 
 /// The rewriter's counters a host has added to its metrics so far, to add
 /// what they gained since (the Envoy filters' metrics are running sums).

@@ -15,16 +15,26 @@
 //! chunk ended inside a block. So a thread holds about as many pairs as it
 //! had blocks in flight at once, not one per open stream.
 //!
-//! The bound: a thread allocates `size`-byte pairs (`2 × size` bytes each)
-//! while they stay within `budget` bytes; past it, a stream that needs a
-//! pair and finds none idle gets a pair of [`SMALL`] bytes — a block of any
-//! size still passes (a value larger than the frame buffer is checked as
-//! it spills past it, every verdict the same from 1 KiB on; a block larger
-//! than the raw buffer goes out ahead of its verdict), only more slowly. Never refused, never waiting: a stream is never held up or
-//! dropped for want of memory, and the small pairs, too, are as many as
-//! the blocks in flight at once at most. The gauge
-//! `agui_stream.buffer_pairs` counts the pairs allocated (summed over the
-//! threads).
+//! Held blocks: with `Options::hold` a block that outgrows the raw buffer
+//! is held until its verdict, not streamed ahead, so that a client never
+//! gets part of an event (a run cut inside one ends in the repair's
+//! `RUN_ERROR` alone). Where a push stops at one, [`make_room`] gives the
+//! rewriter a raw buffer twice the size, up to the per-event limit
+//! (`hold_bytes`); past the limit, or where the budget is spent, the block
+//! goes ahead of its verdict as without `hold`.
+//!
+//! The bound: a thread allocates buffers larger than [`SMALL`] — pairs
+//! of `size` bytes, the raw buffers of held blocks — while they stay
+//! within `budget` bytes; past it, a stream that needs a pair and finds
+//! none idle gets a pair of [`SMALL`] bytes — a block of any size still
+//! passes (a value larger than the frame buffer is checked as it spills
+//! past it, every verdict the same from 1 KiB on; a block larger than the
+//! raw buffer goes out ahead of its verdict), only more slowly — and a
+//! held block that needs a larger raw buffer goes ahead. Never refused,
+//! never waiting: a stream is never held up or dropped for want of
+//! memory, and the small pairs, too, are as many as the blocks in flight
+//! at once at most. The gauge `agui_stream.buffer_pairs` counts the pairs
+//! allocated (summed over the threads).
 //!
 //! The pool is per thread (a proxy-wasm VM runs on one worker thread; an
 //! Envoy filter lives on the worker that took its stream). It also keeps
@@ -46,11 +56,11 @@ pub type Pair = (&'static mut [u8], &'static mut [u8]);
 /// verdict is what a larger buffer gives (docs/capacities.md).
 pub const SMALL: usize = 1024;
 
-/// A thread's pairs.
+/// A thread's buffers.
 struct Pool {
-    /// Pairs no stream holds, by size.
-    idle: Vec<(usize, Vec<Pair>)>,
-    /// Bytes of the pairs larger than [`SMALL`] allocated.
+    /// Buffers no stream holds, by size.
+    idle: Vec<(usize, Vec<&'static mut [u8]>)>,
+    /// Bytes of the buffers larger than [`SMALL`] allocated.
     allocated: usize,
 }
 
@@ -65,28 +75,21 @@ thread_local! {
     };
 }
 
-/// A pair of `size`-byte buffers: an idle one, or a new one if this
-/// thread's pairs stay within `budget` bytes; else an idle or new pair of
+/// A pair of `size`-byte buffers: idle ones, or new ones if this thread's
+/// buffers stay within `budget` bytes; else an idle or new pair of
 /// [`SMALL`] bytes. `allocated` is called with the size of a new pair.
 pub fn take(size: usize, budget: usize, allocated: impl FnOnce(usize)) -> Pair {
     POOL.with_borrow_mut(|pool| {
-        if let Some(pair) = pool.idle_pair(size) {
-            return pair;
-        }
-        let bytes = size.saturating_mul(2);
-        let size = if size <= SMALL || pool.allocated.saturating_add(bytes) <= budget {
-            if size > SMALL {
-                pool.allocated = pool.allocated.saturating_add(bytes);
-            }
+        let size = if pool.can_take(size, 2, budget) {
             size
-        } else if let Some(pair) = pool.idle_pair(SMALL) {
-            return pair;
         } else {
             SMALL
         };
-        allocated(size);
-        let frames = Box::leak(vec![0u8; size].into_boxed_slice());
-        let raw = Box::leak(vec![0u8; size].into_boxed_slice());
+        let (frames, new_frames) = pool.get(size);
+        let (raw, new_raw) = pool.get(size);
+        if new_frames || new_raw {
+            allocated(size);
+        }
         (frames, raw)
     })
 }
@@ -110,6 +113,64 @@ pub fn lend(
     }
 }
 
+/// Where a push stopped at a block that outgrew `rewriter`'s raw buffer
+/// (`Pushed::held`, with `Options::hold`): gives it a raw buffer twice the
+/// size (at most `limit` bytes; an idle one, or a new one within
+/// `budget`), so that the block goes out whole once its verdict is known.
+/// Where none can be had — the block is over `limit` or the budget is
+/// spent — lets the block go ahead of its verdict, as without `hold`
+/// (`Rewriter::let_ahead`). Returns whether it grew.
+pub fn make_room(rewriter: &mut Rewriter<'static>, limit: usize, budget: usize) -> bool {
+    let size = rewriter
+        .raw_capacity()
+        .max(SMALL / 2)
+        .saturating_mul(2)
+        .min(limit);
+    let buffer = POOL.with_borrow_mut(|pool| {
+        (size > rewriter.raw_capacity() && pool.can_take(size, 1, budget)).then(|| pool.get(size).0)
+    });
+    match buffer {
+        Some(buffer) => match rewriter.grow_raw(buffer) {
+            Ok(old) | Err(old) => {
+                give_back_one(old);
+                true
+            }
+        },
+        None => {
+            rewriter.let_ahead();
+            false
+        }
+    }
+}
+
+/// Pushes all of `input` through `rewriter` into `out`, an output that
+/// always has room (a `Vec`), making room for a held block
+/// ([`make_room`]) up to `limit` bytes: a push reads everything but may
+/// stop at the end of the stream (then the rest is not read). Returns
+/// whether the stream ended (stopped by the policy).
+pub fn push_all<W: agui_stream::Write + ?Sized>(
+    rewriter: &mut Rewriter<'static>,
+    input: &[u8],
+    out: &mut W,
+    limit: usize,
+    budget: usize,
+) -> Result<bool, agui_stream::rewrite::RewriteError> {
+    let mut rest = input;
+    while !rest.is_empty() {
+        let pushed = rewriter.push(rest, out)?;
+        if pushed.ended {
+            return Ok(true);
+        }
+        if pushed.held {
+            make_room(rewriter, limit, budget);
+        } else if pushed.read == 0 {
+            break;
+        }
+        rest = rest.get(pushed.read..).unwrap_or_default();
+    }
+    Ok(false)
+}
+
 /// Takes `rewriter`'s pair back if it holds no block.
 pub fn reclaim(rewriter: &mut Rewriter<'static>) {
     if let Some(pair) = rewriter.take_buffers() {
@@ -117,24 +178,59 @@ pub fn reclaim(rewriter: &mut Rewriter<'static>) {
     }
 }
 
-/// Gives a pair back for the next stream (an empty one is let go).
-pub fn give_back(pair: Pair) {
-    let size = pair.0.len();
-    if size == 0 {
-        return;
+/// Gives a pair back for the next stream (empty buffers are let go).
+pub fn give_back((frames, raw): Pair) {
+    give_back_one(frames);
+    give_back_one(raw);
+}
+
+/// Gives a buffer back (an empty one is let go).
+fn give_back_one(buffer: &'static mut [u8]) {
+    if !buffer.is_empty() {
+        POOL.with_borrow_mut(|pool| pool.put(buffer));
     }
-    POOL.with_borrow_mut(
-        |pool| match pool.idle.iter_mut().find(|(s, _)| *s == size) {
-            Some((_, pairs)) => pairs.push(pair),
-            None => pool.idle.push((size, vec![pair])),
-        },
-    );
+}
+
+/// A new `size`-byte buffer, never freed.
+fn new(size: usize) -> &'static mut [u8] {
+    Box::leak(vec![0u8; size].into_boxed_slice())
 }
 
 impl Pool {
-    fn idle_pair(&mut self, size: usize) -> Option<Pair> {
-        let (_, pairs) = self.idle.iter_mut().find(|(s, _)| *s == size)?;
-        pairs.pop()
+    /// Whether `n` buffers of `size` bytes can be had: idle ones, and new
+    /// ones if they are [`SMALL`] or smaller or stay within `budget` bytes.
+    fn can_take(&self, size: usize, n: usize, budget: usize) -> bool {
+        let idle = self
+            .idle
+            .iter()
+            .find(|(s, _)| *s == size)
+            .map_or(0, |(_, idle)| idle.len());
+        let new = n.saturating_sub(idle).saturating_mul(size);
+        size <= SMALL || self.allocated.saturating_add(new) <= budget
+    }
+
+    /// An idle `size`-byte buffer or a new one, and whether it is new.
+    fn get(&mut self, size: usize) -> (&'static mut [u8], bool) {
+        if let Some(buffer) = self
+            .idle
+            .iter_mut()
+            .find(|(s, _)| *s == size)
+            .and_then(|(_, idle)| idle.pop())
+        {
+            return (buffer, false);
+        }
+        if size > SMALL {
+            self.allocated = self.allocated.saturating_add(size);
+        }
+        (new(size), true)
+    }
+
+    fn put(&mut self, buffer: &'static mut [u8]) {
+        let size = buffer.len();
+        match self.idle.iter_mut().find(|(s, _)| *s == size) {
+            Some((_, idle)) => idle.push(buffer),
+            None => self.idle.push((size, vec![buffer])),
+        }
     }
 }
 

@@ -809,10 +809,12 @@ fn count(o: &Options) -> Result<Exit, IoError> {
 /// one JSON line on stderr.
 fn gateway(o: &Options) -> Result<Exit, IoError> {
     let buffer = o.gateway.buffer;
-    let (mut frames, mut raw) = (vec![0u8; buffer], vec![0u8; buffer]);
+    // The raw buffer grows for a held block (`--hold-bytes`): the buffers
+    // live as long as the process.
+    let (frames, raw) = (vec![0u8; buffer].leak(), vec![0u8; buffer].leak());
     let mut tables = agui_stream::rewrite::ToolTables::new();
     // The denied names fit: `set` took them.
-    let mut rewriter = match o.gateway.rewriter(&mut frames, &mut raw, Some(&mut tables)) {
+    let mut rewriter = match o.gateway.rewriter(frames, raw, Some(&mut tables)) {
         Ok(rewriter) => rewriter,
         Err(e) => {
             eprintln!("agui: {e}");
@@ -824,16 +826,32 @@ fn gateway(o: &Options) -> Result<Exit, IoError> {
     let mut out = Vec::new();
     let mut failure = None;
     let mut write_error = None;
-    read_pieces(&o.file, o.chunk, |piece| {
-        out.clear();
-        match rewriter.push(piece, &mut out) {
-            Ok(pushed) => {
-                write_error = stdout.write_all(&out).err();
-                write_error.is_none() && !pushed.ended
-            }
-            Err(e) => {
-                failure = Some(e);
-                false
+    read_pieces(&o.file, o.chunk, |mut piece| {
+        loop {
+            out.clear();
+            match rewriter.push(piece, &mut out) {
+                Ok(pushed) => {
+                    write_error = stdout.write_all(&out).err();
+                    if !pushed.held || write_error.is_some() {
+                        return write_error.is_none() && !pushed.ended;
+                    }
+                    // A block outgrew the raw buffer: twice the size, up
+                    // to `--hold-bytes`; past it, it goes ahead.
+                    let size = rewriter
+                        .raw_capacity()
+                        .saturating_mul(2)
+                        .min(o.gateway.hold_bytes);
+                    if size > rewriter.raw_capacity() {
+                        let _ = rewriter.grow_raw(vec![0u8; size].leak());
+                    } else {
+                        rewriter.let_ahead();
+                    }
+                    piece = piece.get(pushed.read..).unwrap_or_default();
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    return false;
+                }
             }
         }
     })?;

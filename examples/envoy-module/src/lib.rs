@@ -253,9 +253,16 @@ impl Filter {
                 // Room for the output at once (a chunk-form stream's grows
                 // by its expansion): no copy as the `Vec` grows.
                 out.reserve(size.saturating_add(size / 8));
-                slices
-                    .into_iter()
-                    .try_for_each(|slice| frontend::push_all(rewriter, slice, out))
+                slices.into_iter().try_for_each(|slice| {
+                    pool::push_all(
+                        rewriter,
+                        slice,
+                        out,
+                        gateway.hold_bytes,
+                        gateway.buffer_budget,
+                    )
+                    .map(drop)
+                })
             }
             None => Err(RewriteError::Write),
         };

@@ -324,7 +324,15 @@ impl Stream {
                 metrics.add(metrics.buffer_pairs, 1);
             },
         );
-        let mut result = frontend::push_all(rewriter, input, out);
+        let gateway = &self.gateway;
+        let mut result = pool::push_all(
+            rewriter,
+            input,
+            out,
+            gateway.hold_bytes,
+            gateway.buffer_budget,
+        )
+        .map(drop);
         if result.is_ok() && end_of_stream {
             result = rewriter.finish(out).map(drop);
         }

@@ -392,7 +392,8 @@ pub extern "C" fn agui_init_v1(len: i32) -> i32 {
         n => Err(InitError::Buffer(n)),
     });
     let (config, options) = match &gateway {
-        Ok(g) => (g.config(), g.options()),
+        // Fixed buffers: a block larger than the raw one goes ahead.
+        Ok(g) => (g.config(), g.options().hold(false)),
         Err(_) => (Config::new(), Options::new()),
     };
     let kept = gateway.as_ref().ok().cloned();

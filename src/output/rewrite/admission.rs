@@ -23,10 +23,13 @@ enum Admit {
     /// The input up to `end`: the blocks that complete in it and fit the
     /// room, and after them the start of one that does not complete.
     /// `held_up`: it stopped before a block the writer has no room for.
+    /// `held`: it stopped where a block outgrew the raw buffer
+    /// ([`Options::hold`](super::Options::hold)).
     Take {
         end: usize,
         scan: BlockEnd,
         held_up: bool,
+        held: bool,
     },
     /// The first block needs more room than the writer has, and nothing
     /// was read yet.
@@ -182,11 +185,16 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                 return Ok(Pushed {
                     read: input.len(),
                     ended: true,
+                    held: false,
                 });
             }
             let room = out.room();
             let rest = input.get(pos..).unwrap_or_default();
-            if self.options.max_event_bytes == 0 && room >= self.push_bound(rest.len()) {
+            if self.options.max_event_bytes == 0
+                && room >= self.push_bound(rest.len())
+                && (!self.holding()
+                    || self.spool.len().saturating_add(rest.len()) <= self.spool.capacity())
+            {
                 // Fast path, where the block-by-block scan below would read
                 // everything: room for the worst case of every block that
                 // can be in the input, and no size cap. The scanner's state
@@ -202,38 +210,47 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             }
             let no_cr = memchr::memchr(b'\r', rest).is_none();
             let plain = no_cr && relines::no_bare_data(rest);
-            let (end, held_up) = match self.admit(input, pos, room, no_cr) {
-                Admit::Take { end, scan, held_up } => {
+            let (end, held_up, held) = match self.admit(input, pos, room, no_cr) {
+                Admit::Take {
+                    end,
+                    scan,
+                    held_up,
+                    held,
+                } => {
                     if end == pos {
                         return Ok(Pushed {
                             read: pos,
                             ended: false,
+                            held,
                         });
                     }
                     self.scan = scan;
-                    (end, held_up)
+                    (end, held_up, held)
                 }
                 Admit::Full { needed } => return Err(RewriteError::OutputFull { needed }),
                 Admit::TooLarge { len } => {
                     return self.too_large(len, out).map(|()| Pushed {
                         read: input.len(),
                         ended: true,
+                        held: false,
                     });
                 }
             };
             let chunk = input.get(pos..end).unwrap_or_default();
             self.run(chunk, Some(plain), out)?;
             pos = end;
-            if held_up && self.state == State::Open {
+            if (held_up || held) && self.state == State::Open {
                 return Ok(Pushed {
                     read: pos,
                     ended: false,
+                    held,
                 });
             }
         }
         Ok(Pushed {
             read: pos,
             ended: self.state == State::Ended,
+            held: false,
         })
     }
 
@@ -262,6 +279,30 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                 }
                 return Admit::TooLarge { len };
             }
+            if found.is_none() && len > self.spool.capacity() && self.holding() {
+                if end > pos {
+                    // The blocks before it first: then the raw buffer
+                    // holds just what is not accounted for.
+                    scan = before;
+                    break;
+                }
+                // As much of it as the raw buffer holds.
+                let fits = self
+                    .spool
+                    .capacity()
+                    .saturating_sub(carried)
+                    .min(rest.len());
+                let scan = match rest.get(..fits).and_then(<[u8]>::last) {
+                    Some(&last) => BlockEnd::after(last),
+                    None => before,
+                };
+                return Admit::Take {
+                    end: end.saturating_add(fits),
+                    scan,
+                    held_up: false,
+                    held: true,
+                };
+            }
             // The room this block needs: a block that completes, or one
             // that outgrows the raw buffer (it goes out as it comes).
             let need = match found {
@@ -279,6 +320,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                     end,
                     scan: before,
                     held_up: true,
+                    held: false,
                 };
             }
             match found {
@@ -297,6 +339,13 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             end,
             scan,
             held_up: false,
+            held: false,
         }
+    }
+
+    /// Whether a block that outgrows the raw buffer is held
+    /// ([`Options::hold`](super::Options::hold), and not let ahead).
+    pub(super) const fn holding(&self) -> bool {
+        self.options.hold && self.ahead_from == 0
     }
 }

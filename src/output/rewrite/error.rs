@@ -16,6 +16,12 @@ pub struct Pushed {
     /// The stream has ended (stopped on a violation): nothing more will be
     /// written; later input is read and ignored.
     pub ended: bool,
+    /// With [`Options::hold`](super::Options::hold): it stopped where the
+    /// block in flight outgrew the raw buffer. Give a larger one
+    /// ([`Rewriter::grow_raw`](super::Rewriter::grow_raw)) or let the
+    /// block go ahead ([`Rewriter::let_ahead`](super::Rewriter::let_ahead)),
+    /// and push the rest.
+    pub held: bool,
 }
 
 /// Why a [`Rewriter`](super::Rewriter) could not go on.

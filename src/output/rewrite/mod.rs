@@ -103,6 +103,10 @@ pub struct Rewriter<
     state: State,
     /// The tool tables borrowed ([`Rewriter::deny_tools`]).
     filter: Tools<'b>,
+    /// [`Rewriter::let_ahead`] was called where the stream was at this
+    /// offset less one (0: it was not): the block in flight then may go
+    /// out ahead of its verdict.
+    ahead_from: u64,
 }
 
 /// Where the rewriter stands.
@@ -150,6 +154,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             stats: Stats::default(),
             state: State::Open,
             filter: Tools(None),
+            ahead_from: 0,
         }
     }
 
@@ -260,6 +265,53 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         let frames = self.pipeline.replace_buffer(frames);
         let raw = self.spool.replace_buffer(raw);
         Ok((frames, raw))
+    }
+
+    /// Puts `raw` in place of the raw buffer, with the bytes it holds, and
+    /// returns the old one: where a push stopped at a block that outgrew it
+    /// ([`Pushed::held`], with [`Options::hold`]), a larger one lets the
+    /// block grow on, so that it goes out whole once its verdict is known.
+    ///
+    /// ```
+    /// use agui_stream::{Config, rewrite::{Options, Rewriter}};
+    /// let (mut frames, mut raw, mut larger) = ([0u8; 256], [0u8; 64], [0u8; 256]);
+    /// let options = Options::new().hold(true);
+    /// let mut rewriter = Rewriter::new(&mut frames, &mut raw, Config::new(), options);
+    /// let event = format!(
+    ///     "data: {{\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"{}\"}}\n\n",
+    ///     "r".repeat(100)
+    /// );
+    /// let (first, last) = event.as_bytes().split_at(event.len() - 1);
+    /// let mut out = Vec::new();
+    /// let pushed = rewriter.push(first, &mut out)?;
+    /// assert!(pushed.held && pushed.read == 64 && out.is_empty());
+    /// rewriter.grow_raw(&mut larger).unwrap();
+    /// rewriter.push(&first[pushed.read..], &mut out)?;
+    /// assert!(out.is_empty()); // held, never in pieces
+    /// rewriter.push(last, &mut out)?;
+    /// assert_eq!(out, event.as_bytes());
+    /// # Ok::<(), agui_stream::rewrite::RewriteError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `raw`, untouched, if it is shorter than what the raw buffer holds.
+    pub fn grow_raw(&mut self, raw: &'b mut [u8]) -> Result<&'b mut [u8], &'b mut [u8]> {
+        self.spool.grow(raw)
+    }
+
+    /// The raw buffer's length: the most of a block that spans pushes it
+    /// holds.
+    pub fn raw_capacity(&self) -> usize {
+        self.spool.capacity()
+    }
+
+    /// Lets the block in flight go out ahead of its verdict although
+    /// [`Options::hold`] is on, where no larger raw buffer can be had (a
+    /// budget spent, a limit reached): it then streams as without
+    /// `hold`. The next block is held again.
+    pub fn let_ahead(&mut self) {
+        self.ahead_from = self.pipeline.offset().saturating_add(1);
     }
 
     /// What went through so far.
@@ -416,6 +468,13 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         if let Err(e) = self.spool.keep(raw_start, Window::new(base, chunk)) {
             self.state = State::Ended;
             return Err(e);
+        }
+        // The block let ahead is over: the next one is held again.
+        if self.ahead_from != 0
+            && self.spool.marks.streamed == 0
+            && self.spool.marks.accounted >= self.ahead_from
+        {
+            self.ahead_from = 0;
         }
         Ok(())
     }

@@ -78,6 +78,14 @@ pub struct Options {
     /// Drop `RAW` events and the `rawEvent` member of every event (what an
     /// agent framework saw upstream, often larger than the answer).
     pub drop_raw: bool,
+    /// Hold a block that outgrows the raw buffer instead of streaming it
+    /// ahead of its verdict (default off): `push` stops at it
+    /// ([`Pushed::held`](super::Pushed::held)) until the caller gives a
+    /// larger raw buffer ([`Rewriter::grow_raw`](super::Rewriter::grow_raw))
+    /// or lets it go ahead ([`Rewriter::let_ahead`](super::Rewriter::let_ahead)).
+    /// A client then never gets part of an event: a stream cut inside a
+    /// held block ends in the repair's `RUN_ERROR` alone.
+    pub hold: bool,
 }
 
 impl Default for Options {
@@ -96,6 +104,7 @@ impl Options {
             max_event_bytes: 0,
             canonical: false,
             drop_raw: false,
+            hold: false,
         }
     }
 
@@ -133,6 +142,13 @@ impl Options {
     /// The same options, dropping (or not) `RAW` events and `rawEvent`s.
     pub const fn drop_raw(mut self, drop_raw: bool) -> Self {
         self.drop_raw = drop_raw;
+        self
+    }
+
+    /// The same options, holding (or not) a block that outgrows the raw
+    /// buffer.
+    pub const fn hold(mut self, hold: bool) -> Self {
+        self.hold = hold;
         self
     }
 }

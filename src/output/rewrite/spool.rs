@@ -102,6 +102,16 @@ impl<'b> Spool<'b> {
         core::mem::replace(&mut self.buf, buf)
     }
 
+    /// Puts `buf` in place of the buffer, with the bytes held, and returns
+    /// the old one; `buf` back if it is too short for them.
+    pub(super) fn grow(&mut self, buf: &'b mut [u8]) -> Result<&'b mut [u8], &'b mut [u8]> {
+        let (Some(dst), Some(src)) = (buf.get_mut(..self.len), self.buf.get(..self.len)) else {
+            return Err(buf);
+        };
+        dst.copy_from_slice(src);
+        Ok(core::mem::replace(&mut self.buf, buf))
+    }
+
     /// Bytes held.
     pub(super) const fn len(&self) -> usize {
         self.len

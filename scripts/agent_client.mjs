@@ -1,0 +1,36 @@
+// The real client: runs `HttpAgent` (@ag-ui/client 1.0.0) against URL, as
+// an application does, and prints one JSON line: the events it handed to
+// the subscriber (their types), the RUN_ERROR it saw (code and message)
+// and the error `runAgent` threw, if any.
+//
+//   node agent_client.mjs URL
+//
+// Run from a directory whose node_modules has @ag-ui/client (the oracle's,
+// tests/corpus/oracle: copy this file there).
+import { HttpAgent } from "@ag-ui/client";
+
+const url = process.argv[2];
+if (!url) {
+  console.error("usage: node agent_client.mjs URL");
+  process.exit(2);
+}
+const agent = new HttpAgent({ url, threadId: "t" });
+const events = [];
+let runError = null;
+let thrown = null;
+try {
+  await agent.runAgent(
+    { runId: "r" },
+    {
+      onEvent({ event }) {
+        events.push(event.type);
+      },
+      onRunErrorEvent({ event }) {
+        runError = { code: event.code ?? null, message: event.message };
+      },
+    },
+  );
+} catch (e) {
+  thrown = String((e && e.message) || e);
+}
+console.log(JSON.stringify({ events, runError, thrown }));

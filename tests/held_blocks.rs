@@ -1,0 +1,243 @@
+//! `Options::hold`: a block that outgrows the raw buffer is held, not
+//! streamed ahead of its verdict. A rewriter given a larger raw buffer
+//! whenever a push stops there (`Pushed::held`, `Rewriter::grow_raw`)
+//! writes exactly what one whose raw buffer holds the whole stream writes;
+//! one that lets each such block go ahead (`Rewriter::let_ahead`) writes
+//! what one without `hold` writes. Whatever the stream, the push size and
+//! the options. And a run cut inside a large event ends in the repair's
+//! `RUN_ERROR` alone: no part of the cut event reaches the client.
+
+mod support;
+
+use agui_stream::rewrite::{OnViolation, Options, RewriteError, Rewriter, Stats};
+use agui_stream::{Config, Dialect};
+
+/// What a push that stopped at a held block gets.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Held {
+    /// A raw buffer twice the size.
+    Grow,
+    /// Leave to go ahead.
+    LetAhead,
+}
+
+/// The output, statistics and result of `stream` in `push`-byte pieces
+/// through `frames`- and `raw`-byte buffers; with `held`, `hold` is on
+/// and a held push gets what it says. Also how many pushes were held.
+fn rewrite(
+    stream: &[u8],
+    push: usize,
+    (frames, raw): (usize, usize),
+    config: Config,
+    options: Options,
+    held: Option<Held>,
+) -> (Vec<u8>, Stats, Result<(), RewriteError>, usize) {
+    let mut frames = vec![0u8; frames];
+    // Every raw buffer it had (leaked: a rewriter borrows them all).
+    let raw: &'static mut [u8] = vec![0u8; raw].leak();
+    let options = options.hold(held.is_some());
+    let mut rewriter = Rewriter::new(&mut frames, raw, config, options);
+    let (mut out, mut holds) = (Vec::new(), 0);
+    let result = (|| {
+        for piece in stream.chunks(push) {
+            let mut rest = piece;
+            while !rest.is_empty() {
+                let pushed = rewriter.push(rest, &mut out)?;
+                rest = &rest[pushed.read..];
+                if pushed.held {
+                    holds += 1;
+                    match held {
+                        Some(Held::Grow) => {
+                            let size = rewriter.stats().bytes_in as usize * 2 + 64;
+                            let old = rewriter.grow_raw(vec![0u8; size].leak()).unwrap();
+                            old.fill(b'\n'); // never read again
+                        }
+                        Some(Held::LetAhead) => rewriter.let_ahead(),
+                        None => panic!("held without hold"),
+                    }
+                }
+            }
+        }
+        rewriter.finish(&mut out).map(drop)
+    })();
+    (out, *rewriter.stats(), result, holds)
+}
+
+/// Every stream of the corpus and the hostile ones, and each cut in its
+/// middle and near its end, by name.
+fn streams() -> Vec<(String, Vec<u8>)> {
+    let mut streams = support::hostile::streams();
+    for dir in [
+        support::conformance_dir(),
+        support::extra_dir(),
+        support::real_dir(),
+    ] {
+        for path in support::sse_files(&dir) {
+            streams.push((path.display().to_string(), support::read(&path)));
+        }
+    }
+    let cut = streams
+        .iter()
+        .flat_map(|(name, s)| {
+            [s.len() / 2, s.len().saturating_sub(3)]
+                .map(|at| (format!("{name} cut at {at}"), s[..at].to_vec()))
+        })
+        .collect::<Vec<_>>();
+    streams.extend(cut);
+    streams
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "every corpus stream many times")]
+fn held_blocks_go_out_whole_or_as_without_hold() {
+    let streams = streams();
+    assert!(streams.len() > 400, "the corpus is there");
+    let option_sets = [
+        (Config::new(), Options::new()),
+        (
+            Config::new().dialect(Dialect::V0),
+            Options::new().on_violation(OnViolation::Drop),
+        ),
+        (
+            Config::new().check_tool_args(true),
+            Options::new()
+                .close_open(true)
+                .canonical(true)
+                .on_violation(OnViolation::Pass),
+        ),
+    ];
+    let (mut compared, mut grown, mut let_ahead) = (0usize, 0usize, 0usize);
+    for (name, stream) in &streams {
+        for &(config, options) in &option_sets {
+            for (push, frames, raw) in [(7, 1024, 64), (64, 1024, 1024), (1460, 4096, 256)] {
+                if push < 64 && stream.len() > (push << 12) {
+                    continue;
+                }
+                let whole = (frames, stream.len() + 1);
+                let want = rewrite(stream, push, whole, config, options, None);
+                let mut got = rewrite(
+                    stream,
+                    push,
+                    (frames, raw),
+                    config,
+                    options,
+                    Some(Held::Grow),
+                );
+                // Blank lines between blocks that outgrow the raw buffer
+                // go ahead (no event is in them): counted as streamed.
+                got.1.streamed = want.1.streamed;
+                assert!(
+                    got.0 == want.0 && got.1 == want.1 && got.2 == want.2,
+                    "{name}: pushes of {push}, {frames}/{raw}-byte buffers, {options:?}: \
+                     growing the raw buffer where a block was held is not having it large"
+                );
+                grown += got.3;
+                let want = rewrite(stream, push, (frames, raw), config, options, None);
+                let got = rewrite(
+                    stream,
+                    push,
+                    (frames, raw),
+                    config,
+                    options,
+                    Some(Held::LetAhead),
+                );
+                assert!(
+                    got.0 == want.0 && got.1 == want.1 && got.2 == want.2,
+                    "{name}: pushes of {push}, {frames}/{raw}-byte buffers, {options:?}: \
+                     a held block let ahead is not what goes without hold"
+                );
+                let_ahead += got.3;
+                compared += 2;
+            }
+        }
+    }
+    assert!(compared > 4000, "{compared}");
+    assert!(grown > 10_000 && let_ahead > 1000, "{grown} {let_ahead}");
+}
+
+/// A 300 KB tool result cut anywhere, through 1 KiB buffers and a raw
+/// buffer grown on demand: the client gets every event before it, whole,
+/// then the repair's `RUN_ERROR`; nothing of the cut event.
+#[test]
+fn a_cut_inside_a_held_event_reaches_the_client_as_a_truncation() {
+    let head = concat!(
+        "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n",
+        "data: {\"type\":\"TOOL_CALL_START\",\"toolCallId\":\"c\",\"toolCallName\":\"f\"}\n\n",
+        "data: {\"type\":\"TOOL_CALL_END\",\"toolCallId\":\"c\"}\n\n",
+    );
+    let result = format!(
+        "data: {{\"type\":\"TOOL_CALL_RESULT\",\"messageId\":\"m\",\"toolCallId\":\"c\",\"content\":\"{}\"}}\n\n",
+        "é\\n\\u00e9 ".repeat(30_000)
+    );
+    let stream = format!("{head}{result}");
+    let truncated = "data: {\"type\":\"RUN_ERROR\",\"message\":\"the stream ended before the run finished\",\"code\":\"AGUI_STREAM_TRUNCATED\"}\n\n";
+    let mut cuts = 0;
+    for cut in (head.len() + 10..stream.len() - 2).step_by(9_973) {
+        for push in [1460, 16384] {
+            let stream = &stream.as_bytes()[..cut];
+            let (out, stats, result, holds) = rewrite(
+                stream,
+                push,
+                (1024, 1024),
+                Config::new(),
+                Options::new(),
+                Some(Held::Grow),
+            );
+            assert_eq!(result, Ok(()));
+            assert!(stats.streamed == 0 && stats.cut == 0, "{stats:?}");
+            assert!(
+                holds > 0 || cut - head.len() < 1024,
+                "cut at {cut}: never held"
+            );
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                format!("{head}{truncated}"),
+                "cut at {cut}, pushes of {push}"
+            );
+            cuts += 1;
+        }
+    }
+    assert!(cuts > 50);
+}
+
+/// A block let ahead streams; the next one is held again.
+#[test]
+fn only_the_block_let_ahead_goes_ahead() {
+    let event = |id: &str| {
+        format!(
+            "data: {{\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"{id}\",\"delta\":\"{}\"}}\n\n",
+            "x".repeat(5000)
+        )
+    };
+    let stream = format!(
+        "data: {{\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}}\n\n\
+         data: {{\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"m\",\"role\":\"assistant\"}}\n\n{}{}",
+        event("m"),
+        event("m")
+    );
+    let mut frames = [0u8; 1024];
+    let raw: &'static mut [u8] = vec![0u8; 1024].leak();
+    let mut rewriter = Rewriter::new(&mut frames, raw, Config::new(), Options::new().hold(true));
+    let (mut out, mut held_at) = (Vec::new(), Vec::new());
+    for piece in stream.as_bytes().chunks(512) {
+        let mut rest = piece;
+        while !rest.is_empty() {
+            let pushed = rewriter.push(rest, &mut out).unwrap();
+            rest = &rest[pushed.read..];
+            if pushed.held {
+                held_at.push(rewriter.stats().bytes_in);
+                if held_at.len() == 1 {
+                    rewriter.let_ahead();
+                } else {
+                    rewriter.grow_raw(vec![0u8; 16384].leak()).unwrap();
+                }
+            }
+        }
+    }
+    rewriter.finish(&mut out).unwrap();
+    let second = (stream.len() - event("m").len()) as u64;
+    assert_eq!(held_at.len(), 2, "{held_at:?}");
+    assert!(held_at[0] < second && held_at[1] > second, "{held_at:?}");
+    assert_eq!(rewriter.stats().streamed, 1);
+    assert!(out.starts_with(stream.as_bytes()));
+}
