@@ -6,7 +6,8 @@
 //!            [--dialect v1|v0] [--on-violation stop|drop|pass] [--no-repair]
 //!            [--close-open] [--max-event-bytes N] [--canonical] [--drop-raw]
 //!            [--deny-tool NAME]... [--check-tool-args]
-//!            [--deterministic-ids] [--buffer N] [--buffer-budget N] [--keepalive-ms N]
+//!            [--deterministic-ids] [--buffer N] [--buffer-budget N] [--hold-bytes N]
+//!            [--keepalive-ms N]
 //!            [--no-request-check] [--max-request-bytes N] [--request-path PREFIX]
 //!            [--passthrough]
 //! ```
@@ -22,8 +23,9 @@
 //! that is not compressed has its body streamed through a rewriter as it
 //! arrives — one rewriter per response, and a pair of `--buffer`-byte
 //! buffers from a pool (examples/shared/pool.rs, `--buffer-budget`) only
-//! while a block is in flight — and each push's output goes to the client
-//! at once. At the
+//! while a block is in flight; a block larger than the raw buffer is held
+//! whole until its verdict, its raw buffer grown from the pool up to
+//! `--hold-bytes` — and each push's output goes to the client at once. At the
 //! upstream's end of body, or when its connection dies mid-body, the
 //! rewriter's `finish` output follows (so a run cut short ends in its
 //! `RUN_ERROR` with code `AGUI_STREAM_TRUNCATED`). Such a response loses its

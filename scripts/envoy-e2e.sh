@@ -566,11 +566,14 @@ for f in "${files[@]}"; do
 done
 
 phase "a run cut inside an event larger than the buffers, as the real client sees it"
+cut_run_requests=0
 # HttpAgent (@ag-ui/client 1.0.0, from ORACLE_DIR's node_modules) through
 # the filter at its defaults, close-delimited (chunked, Envoy resets the
 # client): every event before the cut one, then the repair's RUN_ERROR,
 # never a parse error (scripts/cut_runs.py).
 if [ -n "${ORACLE_DIR:-}" ]; then
+    # HttpAgent POSTs its input: 16 agent requests, checked.
+    cut_run_requests=16
     if timeout 600 python3 scripts/cut_runs.py check "$envoy/cut/runs" "$ORACLE_DIR" "$work/runs" \
         >"$work/cut-runs.out" 2>&1; then
         ok "runs cut inside a large event (4 runs, 16 cuts): HttpAgent gets RUN_ERROR AGUI_STREAM_TRUNCATED"
@@ -627,7 +630,7 @@ fi
 # ------------------------------------------------------------------ agent requests
 
 phase "agent requests: the request corpus through both listeners (scripts/request_e2e.py)"
-requests_checked=0
+requests_checked=$cut_run_requests
 for listener in plain other; do
     deadline_check
     if [ "$listener" = plain ]; then

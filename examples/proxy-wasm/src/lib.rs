@@ -75,8 +75,8 @@
 //! {"dialect": "v1", "on_violation": "stop", "repair": true, "close_open": false,
 //!  "canonical": false, "drop_raw": false, "max_event_bytes": 0,
 //!  "check_tool_args": false, "deny_tools": [],
-//!  "deterministic_ids": false, "buffer": 65536, "buffer_budget": 16777216,
-//!  "request_identity": true,
+//!  "deterministic_ids": false, "buffer": 65536, "buffer_budget": 67108864,
+//!  "hold_bytes": 16777216, "request_identity": true,
 //!  "log_streams": true, "check_requests": true, "max_request_bytes": 16777216,
 //!  "request_path": ""}
 //! ```
