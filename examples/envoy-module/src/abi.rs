@@ -73,6 +73,14 @@ impl EnvoyBuffer {
     }
 }
 
+/// `envoy_dynamic_module_type_envoy_http_header`: a header Envoy owns.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct EnvoyHeader {
+    key: EnvoyBuffer,
+    value: EnvoyBuffer,
+}
+
 /// `envoy_dynamic_module_type_module_buffer`: bytes the module owns, lent
 /// for one call.
 #[repr(C)]
@@ -160,6 +168,19 @@ unsafe extern "C" {
         result: *mut EnvoyBuffer,
         index: usize,
         optional_size: *mut usize,
+    ) -> bool;
+    fn envoy_dynamic_module_callback_http_get_headers_size(filter: *mut c_void, kind: u32)
+    -> usize;
+    fn envoy_dynamic_module_callback_http_get_headers(
+        filter: *mut c_void,
+        kind: u32,
+        result: *mut EnvoyHeader,
+    ) -> bool;
+    fn envoy_dynamic_module_callback_http_add_header(
+        filter: *mut c_void,
+        kind: u32,
+        key: ModuleBuffer,
+        value: ModuleBuffer,
     ) -> bool;
     fn envoy_dynamic_module_callback_http_set_header(
         filter: *mut c_void,
@@ -289,6 +310,51 @@ impl Hook<'_> {
         let value = (found && !value.ptr.is_null())
             .then(|| unsafe { core::slice::from_raw_parts(value.ptr, value.length) });
         (value, count)
+    }
+
+    /// Whether the header `name` (lower case) is there, found by going
+    /// through every header: a lookup by name ([`Hook::header`]) of a
+    /// header Envoy keeps no slot for makes Envoy build a map of the
+    /// stream's headers, about 1.1 KB of memory for as long as the stream
+    /// is open.
+    pub fn has_header(&self, kind: Headers, name: &str) -> bool {
+        // SAFETY: a live filter pointer.
+        let size =
+            unsafe { envoy_dynamic_module_callback_http_get_headers_size(self.ptr, kind as u32) };
+        let empty = EnvoyHeader {
+            key: EnvoyBuffer::EMPTY,
+            value: EnvoyBuffer::EMPTY,
+        };
+        let mut headers = vec![empty; size];
+        // SAFETY: a live filter pointer; `headers` has room for `size`
+        // entries, as many as Envoy writes.
+        if !unsafe {
+            envoy_dynamic_module_callback_http_get_headers(
+                self.ptr,
+                kind as u32,
+                headers.as_mut_ptr(),
+            )
+        } {
+            return false;
+        }
+        // SAFETY: Envoy's header names, valid until the hook returns.
+        headers
+            .iter()
+            .any(|h| unsafe { h.key.as_slice() }.eq_ignore_ascii_case(name.as_bytes()))
+    }
+
+    /// Adds a value of the header `name` (lower case), keeping any it had.
+    pub fn add_header(&self, kind: Headers, name: &str, value: &[u8]) -> bool {
+        // SAFETY: a live filter pointer; both buffers valid for the call
+        // (Envoy copies them).
+        unsafe {
+            envoy_dynamic_module_callback_http_add_header(
+                self.ptr,
+                kind as u32,
+                ModuleBuffer::of(name.as_bytes()),
+                ModuleBuffer::of(value),
+            )
+        }
     }
 
     /// Sets the header `name` (lower case) to `value`, replacing every

@@ -82,6 +82,13 @@ pub fn edit_response_header(edit: HeaderEdit) {
         HeaderEdit::Remove(name) => {
             let _ = hostcalls::remove_map_value(map, name);
         }
+        // Added where it is absent (nearly always), not set: a set looks
+        // the name up, and a lookup of a header Envoy keeps no slot for
+        // makes it build a map of the stream's headers, about 1 KB for as
+        // long as the stream is open. Going through every header does not.
+        HeaderEdit::Set(name, value) if response_header_values(name).is_empty() => {
+            let _ = hostcalls::add_map_value_bytes(map, name, value.as_bytes());
+        }
         HeaderEdit::Set(name, value) => {
             let _ = hostcalls::set_map_value_bytes(map, name, Some(value.as_bytes()));
         }
