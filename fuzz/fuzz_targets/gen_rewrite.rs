@@ -6,7 +6,9 @@
 //! - the `rewrite` target's properties, for the options `flags` draws and
 //!   each violation policy (`Stop`, `Drop`, `Pass`): pushed in the
 //!   generator's cut points (`Generated::pieces`) the output and `Stats`
-//!   are those of one push; through 64-byte buffers (blocks stream ahead
+//!   are those of one push; lent buffers and blocks held whole (`hold`,
+//!   the raw buffer grown from 64 bytes) give the same; through 64-byte
+//!   buffers (blocks stream ahead
 //!   of their verdict) the output is the same where no block was cut and
 //!   no rule broken; stopping or dropping, the output rewritten again is
 //!   itself (unless a monitoring pipeline finds a capacity in it);
@@ -53,7 +55,7 @@ use std::cell::RefCell;
 mod shared;
 #[path = "gen/support.rs"]
 mod support;
-use shared::{Seen, hits_a_capacity, rewrite, rewrite_lent};
+use shared::{Seen, hits_a_capacity, rewrite, rewrite_held, rewrite_lent};
 use support::{Counters, dump};
 
 /// The generator's output.
@@ -355,6 +357,18 @@ fn check(flags: u8, input: &[u8], b: &mut Buffers) {
                 "{dialect:?} {options:?}: lending the buffers changed the output\n{:?}\n{:?}",
                 String::from_utf8_lossy(&split.0),
                 String::from_utf8_lossy(&lent.0)
+            );
+            // Blocks held whole, the raw buffer grown from 64 bytes where a
+            // push stops at one: the same as a raw buffer that holds them.
+            let mut held =
+                rewrite_held(frames.len(), SMALL, config, options, deny, pieces.iter().copied());
+            // (Blank lines between blocks outgrow it and go ahead: counted.)
+            held.1.streamed = split.1.streamed;
+            assert!(
+                held == split,
+                "{dialect:?} {options:?}: holding blocks changed the output\n{:?}\n{:?}",
+                String::from_utf8_lossy(&split.0),
+                String::from_utf8_lossy(&held.0)
             );
             let (mut f, mut r) = ([0u8; SMALL], [0u8; SMALL]);
             let small = rewrite(

@@ -245,6 +245,52 @@ pub fn rewrite_lent<'c>(
     (out, *r.stats())
 }
 
+/// `chunks` through a rewriter with `Options::hold` and a `frames`-byte
+/// frame buffer, whose raw buffer starts at `raw` bytes and doubles
+/// wherever a push stops at a held block, as the front ends' pools make
+/// room (`Rewriter::grow_raw`; the raw buffers it had are poisoned).
+pub fn rewrite_held<'c>(
+    frames: usize,
+    raw: usize,
+    config: Config,
+    options: Options,
+    deny: Option<&str>,
+    chunks: impl IntoIterator<Item = &'c [u8]> + Clone,
+) -> (Vec<u8>, Stats) {
+    // Room for the largest block: the whole input.
+    let total: usize = chunks.clone().into_iter().map(<[u8]>::len).sum();
+    let mut store: Vec<Vec<u8>> = core::iter::successors(Some(raw.max(16)), |&n| {
+        (n <= total).then(|| n.saturating_mul(2))
+    })
+    .map(|n| vec![0u8; n])
+    .collect();
+    let mut spare = store.iter_mut().map(|v| &mut v[..]);
+    let mut frames = vec![0u8; frames];
+    let first = spare.next().expect("one raw buffer at least");
+    let mut tables = ToolTables::new();
+    let mut r = Rewriter::new(&mut frames, first, config, options.hold(true));
+    if let Some(name) = deny {
+        tables.deny(name).expect("one short name fits");
+        r.deny_tools(&mut tables);
+    }
+    let mut out = Vec::new();
+    for chunk in chunks {
+        let mut rest = chunk;
+        loop {
+            let pushed = r.push(rest, &mut out).expect("a Vec has room");
+            rest = &rest[pushed.read..];
+            if !pushed.held {
+                break;
+            }
+            let larger = spare.next().expect("a raw buffer as large as the input");
+            r.grow_raw(larger).expect("larger than what is held").fill(b'\n');
+        }
+        assert!(rest.is_empty(), "a Vec never holds the stream up");
+    }
+    r.finish(&mut out).expect("a Vec has room");
+    (out, *r.stats())
+}
+
 /// The stream cut into pushes of `sizes` bytes, cycling (no sizes, or only
 /// zeros: one byte per push; a zero pushes an empty slice).
 pub fn split<'s>(stream: &'s [u8], sizes: &[u8]) -> Vec<&'s [u8]> {
