@@ -360,8 +360,14 @@ fn check(flags: u8, input: &[u8], b: &mut Buffers) {
             );
             // Blocks held whole, the raw buffer grown from 64 bytes where a
             // push stops at one: the same as a raw buffer that holds them.
-            let mut held =
-                rewrite_held(frames.len(), SMALL, config, options, deny, pieces.iter().copied());
+            let mut held = rewrite_held(
+                frames.len(),
+                SMALL,
+                config,
+                options,
+                deny,
+                pieces.iter().copied(),
+            );
             // (Blank lines between blocks outgrow it and go ahead: counted.)
             held.1.streamed = split.1.streamed;
             assert!(

@@ -283,7 +283,9 @@ pub fn rewrite_held<'c>(
                 break;
             }
             let larger = spare.next().expect("a raw buffer as large as the input");
-            r.grow_raw(larger).expect("larger than what is held").fill(b'\n');
+            r.grow_raw(larger)
+                .expect("larger than what is held")
+                .fill(b'\n');
         }
         assert!(rest.is_empty(), "a Vec never holds the stream up");
     }
