@@ -241,3 +241,48 @@ fn only_the_block_let_ahead_goes_ahead() {
     assert_eq!(rewriter.stats().streamed, 1);
     assert!(out.starts_with(stream.as_bytes()));
 }
+
+/// The push that ends a block let ahead and carries more of the next one
+/// than the raw buffer holds: the next one is held, not streamed.
+#[test]
+fn the_block_after_one_let_ahead_is_held_in_the_same_push() {
+    let event = |n: usize| {
+        format!(
+            "data: {{\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"{}\"}}\n\n",
+            "x".repeat(n)
+        )
+    };
+    let head = "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n\
+                data: {\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"m\",\"role\":\"assistant\"}\n\n";
+    let (first, second) = (event(3000), event(5000));
+    let stream = format!("{head}{first}{second}");
+    let mut frames = [0u8; 1024];
+    let raw: &'static mut [u8] = vec![0u8; 1024].leak();
+    let mut rewriter = Rewriter::new(&mut frames, raw, Config::new(), Options::new().hold(true));
+    let mut out = Vec::new();
+    // The first event's first 2,000 bytes, then the rest of the stream but
+    // its last byte in one push.
+    let cut = head.len() + 2000;
+    let mut held = Vec::new();
+    for piece in [&stream[..cut], &stream[cut..stream.len() - 1]] {
+        let mut rest = piece.as_bytes();
+        while !rest.is_empty() {
+            let pushed = rewriter.push(rest, &mut out).unwrap();
+            rest = &rest[pushed.read..];
+            if pushed.held {
+                held.push(rewriter.stats().bytes_in);
+                if held.len() == 1 {
+                    rewriter.let_ahead();
+                } else {
+                    rewriter.grow_raw(vec![0u8; 8192].leak()).unwrap();
+                }
+            }
+        }
+    }
+    // The second event was held: nothing of it went out yet.
+    assert_eq!(held.len(), 2, "{held:?}");
+    assert_eq!(String::from_utf8(out.clone()).unwrap(), format!("{head}{first}"));
+    rewriter.push(b"\n", &mut out).unwrap();
+    assert_eq!(out, stream.as_bytes());
+    assert_eq!(rewriter.stats().streamed, 1);
+}

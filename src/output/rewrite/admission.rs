@@ -192,7 +192,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             let rest = input.get(pos..).unwrap_or_default();
             if self.options.max_event_bytes == 0
                 && room >= self.push_bound(rest.len())
-                && (!self.holding()
+                && (!self.options.hold
                     || self.spool.len().saturating_add(rest.len()) <= self.spool.capacity())
             {
                 // Fast path, where the block-by-block scan below would read
@@ -328,6 +328,10 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                     needed = needed.saturating_add(need.unwrap_or(0));
                     carried = 0;
                     end = end.saturating_add(k);
+                    if self.ahead_from != 0 {
+                        // The block let ahead ends here: the next is held.
+                        break;
+                    }
                 }
                 None => {
                     end = input.len();
