@@ -281,7 +281,10 @@ fn the_block_after_one_let_ahead_is_held_in_the_same_push() {
     }
     // The second event was held: nothing of it went out yet.
     assert_eq!(held.len(), 2, "{held:?}");
-    assert_eq!(String::from_utf8(out.clone()).unwrap(), format!("{head}{first}"));
+    assert_eq!(
+        String::from_utf8(out.clone()).unwrap(),
+        format!("{head}{first}")
+    );
     rewriter.push(b"\n", &mut out).unwrap();
     assert_eq!(out, stream.as_bytes());
     assert_eq!(rewriter.stats().streamed, 1);
