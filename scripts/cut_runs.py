@@ -14,7 +14,8 @@ with a 300 KB input, a 5 MB TOOL_CALL_ARGS — is larger than the gateway's
 `check` fetches each run cut at several points inside its large event
 (URL_PREFIX/NAME?at=N&mode=close: scripts/sse_upstream.py's /cut/KEY
 route, close-delimited, the upstream dying mid-event) through the gateway
-with the real `HttpAgent` (scripts/agent_client.mjs, run from ORACLE_DIR,
+from a fast upstream and a slow one, with the real `HttpAgent`
+(scripts/agent_client.mjs, run from ORACLE_DIR,
 whose node_modules has @ag-ui/client), and checks what the client got:
 every event before the large one, then the gateway's RUN_ERROR with code
 AGUI_STREAM_TRUNCATED — and nothing thrown but the run's error, never a
@@ -95,8 +96,12 @@ def check(prefix, oracle_dir, d):
     for name, (before, large, _) in runs().items():
         head = len("".join(before).encode())
         size = len(large.encode())
-        for at in (head + 20, head + 70_000, head + size // 2, head + size - 3):
-            url = f"{prefix}/{name}.sse?at={at}&mode=close&split=16384&delay=0"
+        cuts = (head + 20, head + 70_000, head + size // 2, head + size - 3)
+        for k, at in enumerate(cuts):
+            # A fast peer (16 KiB writes) and a slow one (up to 1,500
+            # bytes, a millisecond's pause before about half of them).
+            pace = "split=16384&delay=0" if k % 2 == 0 else "split=1500&delay=1"
+            url = f"{prefix}/{name}.sse?at={at}&mode=close&{pace}"
             try:
                 out = subprocess.run(["node", client, url], cwd=oracle_dir, capture_output=True,
                                      timeout=60, text=True)

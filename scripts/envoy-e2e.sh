@@ -381,10 +381,13 @@ compare() {
     fi
 }
 
-# A rewritten response: 200, ended properly, no content-length, SSE.
+# A rewritten response: 200, ended properly, no content-length, SSE,
+# `x-accel-buffering: no` once (the weird upstream's `yes` replaced), one
+# cache-control (the upstream's `no-cache` kept, not doubled; added where
+# it sent none, as the weird upstream does).
 rewritten_ok() {
     [ "$status" = 200 ] && [ "$complete" = 1 ] && [ "$length" = - ] &&
-        [[ $ctype == text/event-stream* ]] && [ "$accel" = no ]
+        [[ $ctype == text/event-stream* ]] && [ "$accel" = no ] && [ "$cache" = no-cache ]
 }
 
 # metrics: the filter's counters as NAME=VALUE lines.
@@ -572,13 +575,15 @@ cut_run_requests=0
 # client): every event before the cut one, then the repair's RUN_ERROR,
 # never a parse error (scripts/cut_runs.py).
 if [ -n "${ORACLE_DIR:-}" ]; then
-    # HttpAgent POSTs its input: 16 agent requests, checked.
-    cut_run_requests=16
-    if timeout 600 python3 scripts/cut_runs.py check "$envoy/cut/runs" "$ORACLE_DIR" "$work/runs" \
-        >"$work/cut-runs.out" 2>&1; then
-        ok "runs cut inside a large event (4 runs, 16 cuts): HttpAgent gets RUN_ERROR AGUI_STREAM_TRUNCATED"
+    timeout 600 python3 scripts/cut_runs.py check "$envoy/cut/runs" "$ORACLE_DIR" "$work/runs" \
+        >"$work/cut-runs.out" 2>&1
+    read -r cut_passed cut_failed < <(awk '/ passed, .* failed$/ { print $1, $3 }' "$work/cut-runs.out")
+    # Each run is an agent request (HttpAgent POSTs its input), checked.
+    cut_run_requests=$((${cut_passed:-0} + ${cut_failed:-0}))
+    if [ "${cut_passed:-0}" -gt 0 ] && [ "${cut_failed:-1}" = 0 ]; then
+        ok "runs cut inside a large event ($cut_passed cuts): HttpAgent gets RUN_ERROR AGUI_STREAM_TRUNCATED"
     else
-        bad "runs cut inside a large event: $(grep -c FAILED "$work/cut-runs.out") of 16 failed"
+        bad "runs cut inside a large event: ${cut_failed:-?} failed, ${cut_passed:-0} passed"
         grep FAILED "$work/cut-runs.out" | head -n 5
     fi
 else
@@ -622,7 +627,7 @@ printf 'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n' >"$work/wei
 gateway "$work/want/weird" "$work/weird.sse" "${flags[@]}"
 fetch weird "$envoy/weird"
 if rewritten_ok && same "$work/got/weird" "$work/want/weird"; then
-    ok "odd headers (a value with bytes over 0x7f, content-encoding twice): rewritten, no panic"
+    ok "odd headers (a value with bytes over 0x7f, content-encoding twice, x-accel-buffering yes, no cache-control): rewritten, no panic, x-accel-buffering no, cache-control added"
 else
     bad "odd headers: status $status, complete $complete"
 fi

@@ -26,7 +26,8 @@ Routes (any method, a request body read and ignored; `?` options):
   /json              a JSON document (content-length) echoing the request's
                      method, target and accept-encoding
   /weird             an event stream whose headers are odd: a second
-                     content-encoding line, a value with bytes over 0x7f
+                     content-encoding line, a value with bytes over 0x7f,
+                     `x-accel-buffering: yes`, no cache-control
   /record/NAME       (any method) reads the request body (a content-length or
                      chunks) and, with --record-dir DIR, writes it to
                      DIR/NAME.body and whether it arrived whole (its length,
@@ -202,6 +203,7 @@ class Handler(socketserver.BaseRequestHandler):
             sock.sendall(
                 b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
                 b"content-encoding: identity\r\ncontent-encoding: identity\r\n"
+                b"x-accel-buffering: yes\r\n"
                 b"x-odd: caf\xe9 \xff\xfe\r\n"
                 b"content-length: %d\r\nconnection: close\r\n\r\n" % len(body)
                 + body

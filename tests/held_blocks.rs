@@ -9,8 +9,8 @@
 
 mod support;
 
-use agui_stream::rewrite::{OnViolation, Options, RewriteError, Rewriter, Stats};
-use agui_stream::{Config, Dialect};
+use agui_stream::Config;
+use agui_stream::rewrite::{Options, RewriteError, Rewriter, Stats};
 
 /// What a push that stopped at a held block gets.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -38,44 +38,68 @@ fn rewrite(
     let options = options.hold(held.is_some());
     let mut rewriter = Rewriter::new(&mut frames, raw, config, options);
     let (mut out, mut holds) = (Vec::new(), 0);
-    let result = (|| {
-        for piece in stream.chunks(push) {
-            let mut rest = piece;
-            while !rest.is_empty() {
-                let pushed = rewriter.push(rest, &mut out)?;
-                rest = &rest[pushed.read..];
-                if pushed.held {
-                    holds += 1;
-                    match held {
-                        Some(Held::Grow) => {
-                            let size = rewriter.stats().bytes_in as usize * 2 + 64;
-                            let old = rewriter.grow_raw(vec![0u8; size].leak()).unwrap();
-                            old.fill(b'\n'); // never read again
-                        }
-                        Some(Held::LetAhead) => rewriter.let_ahead(),
-                        None => panic!("held without hold"),
-                    }
-                }
+    let result = push_held(&mut rewriter, stream.chunks(push), &mut out, |rewriter| {
+        holds += 1;
+        match held {
+            Some(Held::Grow) => {
+                let size = rewriter.stats().bytes_in as usize * 2 + 64;
+                let old = rewriter.grow_raw(vec![0u8; size].leak()).unwrap();
+                old.fill(b'\n'); // never read again
+            }
+            Some(Held::LetAhead) => rewriter.let_ahead(),
+            None => panic!("held without hold"),
+        }
+    })
+    .and_then(|()| rewriter.finish(&mut out).map(drop));
+    (out, *rewriter.stats(), result, holds)
+}
+
+/// Pushes `pieces` through `rewriter` into `out`, each whole: where a push
+/// stops at a held block (`Pushed::held`), `on_held` is given the
+/// rewriter, then the rest is pushed.
+fn push_held<'b, 'p>(
+    rewriter: &mut Rewriter<'b>,
+    pieces: impl IntoIterator<Item = &'p [u8]>,
+    out: &mut Vec<u8>,
+    mut on_held: impl FnMut(&mut Rewriter<'b>),
+) -> Result<(), RewriteError> {
+    for piece in pieces {
+        let mut rest = piece;
+        while !rest.is_empty() {
+            let pushed = rewriter.push(rest, out)?;
+            rest = &rest[pushed.read..];
+            if pushed.held {
+                on_held(rewriter);
             }
         }
-        rewriter.finish(&mut out).map(drop)
-    })();
-    (out, *rewriter.stats(), result, holds)
+    }
+    Ok(())
+}
+
+/// [`push_held`], letting the first held block go ahead and growing the
+/// raw buffer for the others; where each was held (bytes pushed by then).
+fn let_the_first_ahead<'p>(
+    rewriter: &mut Rewriter<'_>,
+    pieces: impl IntoIterator<Item = &'p [u8]>,
+    out: &mut Vec<u8>,
+) -> Vec<u64> {
+    let mut held_at = Vec::new();
+    push_held(rewriter, pieces, out, |rewriter| {
+        held_at.push(rewriter.stats().bytes_in);
+        if held_at.len() == 1 {
+            rewriter.let_ahead();
+        } else {
+            rewriter.grow_raw(vec![0u8; 16384].leak()).unwrap();
+        }
+    })
+    .unwrap();
+    held_at
 }
 
 /// Every stream of the corpus and the hostile ones, and each cut in its
 /// middle and near its end, by name.
 fn streams() -> Vec<(String, Vec<u8>)> {
-    let mut streams = support::hostile::streams();
-    for dir in [
-        support::conformance_dir(),
-        support::extra_dir(),
-        support::real_dir(),
-    ] {
-        for path in support::sse_files(&dir) {
-            streams.push((path.display().to_string(), support::read(&path)));
-        }
-    }
+    let mut streams = support::all_streams();
     let cut = streams
         .iter()
         .flat_map(|(name, s)| {
@@ -92,23 +116,9 @@ fn streams() -> Vec<(String, Vec<u8>)> {
 fn held_blocks_go_out_whole_or_as_without_hold() {
     let streams = streams();
     assert!(streams.len() > 400, "the corpus is there");
-    let option_sets = [
-        (Config::new(), Options::new()),
-        (
-            Config::new().dialect(Dialect::V0),
-            Options::new().on_violation(OnViolation::Drop),
-        ),
-        (
-            Config::new().check_tool_args(true),
-            Options::new()
-                .close_open(true)
-                .canonical(true)
-                .on_violation(OnViolation::Pass),
-        ),
-    ];
     let (mut compared, mut grown, mut let_ahead) = (0usize, 0usize, 0usize);
     for (name, stream) in &streams {
-        for &(config, options) in &option_sets {
+        for (config, options) in support::rewrite_option_sets() {
             for (push, frames, raw) in [(7, 1024, 64), (64, 1024, 1024), (1460, 4096, 256)] {
                 if push < 64 && stream.len() > (push << 12) {
                     continue;
@@ -123,8 +133,10 @@ fn held_blocks_go_out_whole_or_as_without_hold() {
                     options,
                     Some(Held::Grow),
                 );
-                // Blank lines between blocks that outgrow the raw buffer
-                // go ahead (no event is in them): counted as streamed.
+                // Blank lines between blocks that outgrow the raw buffer go
+                // ahead (no event is in them) and count in `streamed`. A
+                // block that went ahead would show in the bytes: the cut
+                // streams among these end in `\x01` where it did.
                 got.1.streamed = want.1.streamed;
                 assert!(
                     got.0 == want.0 && got.1 == want.1 && got.2 == want.2,
@@ -218,22 +230,8 @@ fn only_the_block_let_ahead_goes_ahead() {
     let mut frames = [0u8; 1024];
     let raw: &'static mut [u8] = vec![0u8; 1024].leak();
     let mut rewriter = Rewriter::new(&mut frames, raw, Config::new(), Options::new().hold(true));
-    let (mut out, mut held_at) = (Vec::new(), Vec::new());
-    for piece in stream.as_bytes().chunks(512) {
-        let mut rest = piece;
-        while !rest.is_empty() {
-            let pushed = rewriter.push(rest, &mut out).unwrap();
-            rest = &rest[pushed.read..];
-            if pushed.held {
-                held_at.push(rewriter.stats().bytes_in);
-                if held_at.len() == 1 {
-                    rewriter.let_ahead();
-                } else {
-                    rewriter.grow_raw(vec![0u8; 16384].leak()).unwrap();
-                }
-            }
-        }
-    }
+    let mut out = Vec::new();
+    let held_at = let_the_first_ahead(&mut rewriter, stream.as_bytes().chunks(512), &mut out);
     rewriter.finish(&mut out).unwrap();
     let second = (stream.len() - event("m").len()) as u64;
     assert_eq!(held_at.len(), 2, "{held_at:?}");
@@ -263,22 +261,8 @@ fn the_block_after_one_let_ahead_is_held_in_the_same_push() {
     // The first event's first 2,000 bytes, then the rest of the stream but
     // its last byte in one push.
     let cut = head.len() + 2000;
-    let mut held = Vec::new();
-    for piece in [&stream[..cut], &stream[cut..stream.len() - 1]] {
-        let mut rest = piece.as_bytes();
-        while !rest.is_empty() {
-            let pushed = rewriter.push(rest, &mut out).unwrap();
-            rest = &rest[pushed.read..];
-            if pushed.held {
-                held.push(rewriter.stats().bytes_in);
-                if held.len() == 1 {
-                    rewriter.let_ahead();
-                } else {
-                    rewriter.grow_raw(vec![0u8; 8192].leak()).unwrap();
-                }
-            }
-        }
-    }
+    let pieces = [&stream[..cut], &stream[cut..stream.len() - 1]];
+    let held = let_the_first_ahead(&mut rewriter, pieces.map(str::as_bytes), &mut out);
     // The second event was held: nothing of it went out yet.
     assert_eq!(held.len(), 2, "{held:?}");
     assert_eq!(

@@ -10,23 +10,8 @@ mod support;
 
 use std::collections::VecDeque;
 
-use agui_stream::rewrite::{OnViolation, Options, RewriteError, Rewriter, Stats, ToolTables};
-use agui_stream::{Config, Dialect};
-
-/// Every stream of the corpus and the hostile ones, by name.
-fn streams() -> Vec<(String, Vec<u8>)> {
-    let mut streams = support::hostile::streams();
-    for dir in [
-        support::conformance_dir(),
-        support::extra_dir(),
-        support::real_dir(),
-    ] {
-        for path in support::sse_files(&dir) {
-            streams.push((path.display().to_string(), support::read(&path)));
-        }
-    }
-    streams
-}
+use agui_stream::Config;
+use agui_stream::rewrite::{Options, RewriteError, Rewriter, Stats, ToolTables};
 
 /// The output and statistics of `stream` in `push`-byte pieces through a
 /// rewriter with `size`-byte buffers; with `lend`, it gives them back
@@ -105,25 +90,11 @@ fn rewrite(
 #[test]
 #[cfg_attr(miri, ignore = "every corpus stream many times")]
 fn buffers_lent_between_blocks_change_nothing() {
-    let streams = streams();
+    let streams = support::all_streams();
     assert!(streams.len() > 200, "the corpus is there");
-    let option_sets = [
-        (Config::new(), Options::new()),
-        (
-            Config::new().dialect(Dialect::V0),
-            Options::new().on_violation(OnViolation::Drop),
-        ),
-        (
-            Config::new().check_tool_args(true),
-            Options::new()
-                .close_open(true)
-                .canonical(true)
-                .on_violation(OnViolation::Pass),
-        ),
-    ];
     let (mut compared, mut lent_pushes, mut held_pushes) = (0usize, 0usize, 0usize);
     for (name, stream) in &streams {
-        for &(config, options) in &option_sets {
+        for (config, options) in support::rewrite_option_sets() {
             for (push, size) in [
                 (1, 1024),
                 (7, 1024),

@@ -119,27 +119,21 @@ pub fn lend(
 /// `budget`), so that the block goes out whole once its verdict is known.
 /// Where none can be had — the block is over `limit` or the budget is
 /// spent — lets the block go ahead of its verdict, as without `hold`
-/// (`Rewriter::let_ahead`). Returns whether it grew.
-pub fn make_room(rewriter: &mut Rewriter<'static>, limit: usize, budget: usize) -> bool {
-    let size = rewriter
-        .raw_capacity()
-        .max(SMALL / 2)
-        .saturating_mul(2)
-        .min(limit);
-    let buffer = POOL.with_borrow_mut(|pool| {
-        (size > rewriter.raw_capacity() && pool.can_take(size, 1, budget)).then(|| pool.get(size).0)
+/// (`Rewriter::let_ahead`).
+fn make_room(rewriter: &mut Rewriter<'static>, limit: usize, budget: usize) {
+    let held = rewriter.raw_capacity();
+    let size = held.max(SMALL / 2).saturating_mul(2).min(limit);
+    let larger = POOL.with_borrow_mut(|pool| {
+        (size > held && pool.can_take(size, 1, budget)).then(|| pool.get(size).0)
     });
-    match buffer {
-        Some(buffer) => match rewriter.grow_raw(buffer) {
-            Ok(old) | Err(old) => {
-                give_back_one(old);
-                true
-            }
-        },
-        None => {
+    // (A larger buffer always takes what the smaller one holds.)
+    match larger.map(|buffer| rewriter.grow_raw(buffer)) {
+        Some(Ok(old)) => give_back_one(old),
+        Some(Err(unused)) => {
+            give_back_one(unused);
             rewriter.let_ahead();
-            false
         }
+        None => rewriter.let_ahead(),
     }
 }
 

@@ -34,6 +34,39 @@ pub fn corpus_dir() -> PathBuf {
         .join("corpus")
 }
 
+/// Every stream of the corpus (conformance, extra, real) and the hostile
+/// ones, by name: what the rewriter's buffer tests run.
+pub fn all_streams() -> Vec<(String, Vec<u8>)> {
+    let mut streams = hostile::streams();
+    for dir in [conformance_dir(), extra_dir(), real_dir()] {
+        for path in sse_files(&dir) {
+            streams.push((path.display().to_string(), read(&path)));
+        }
+    }
+    streams
+}
+
+/// The rewriter's option sets those tests compare under: the defaults;
+/// V0 dropping violations; tool-argument checks, close-open, canonical
+/// form, passing violations.
+pub fn rewrite_option_sets() -> [(Config, agui_stream::rewrite::Options); 3] {
+    use agui_stream::rewrite::{OnViolation, Options};
+    [
+        (Config::new(), Options::new()),
+        (
+            Config::new().dialect(Dialect::V0),
+            Options::new().on_violation(OnViolation::Drop),
+        ),
+        (
+            Config::new().check_tool_args(true),
+            Options::new()
+                .close_open(true)
+                .canonical(true)
+                .on_violation(OnViolation::Pass),
+        ),
+    ]
+}
+
 /// `tests/corpus/conformance`.
 pub fn conformance_dir() -> PathBuf {
     corpus_dir().join("conformance")

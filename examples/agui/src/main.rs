@@ -82,6 +82,9 @@ mod canon;
 // The options every gateway front end shares.
 #[path = "../../shared/frontend.rs"]
 mod frontend;
+// The buffer pool, for a held block's raw buffer.
+#[path = "../../shared/pool.rs"]
+mod pool;
 
 use std::cell::{Cell, RefCell};
 use std::io::{Read, Write as _};
@@ -809,12 +812,13 @@ fn count(o: &Options) -> Result<Exit, IoError> {
 /// one JSON line on stderr.
 fn gateway(o: &Options) -> Result<Exit, IoError> {
     let buffer = o.gateway.buffer;
-    // The raw buffer grows for a held block (`--hold-bytes`): the buffers
-    // live as long as the process.
+    // The rewriter lives as long as the process, and so do its buffers
+    // and tables: the pool (the proxies') grows the raw buffer for a held
+    // block (`--hold-bytes`; one stream, no budget).
     let (frames, raw) = (vec![0u8; buffer].leak(), vec![0u8; buffer].leak());
-    let mut tables = agui_stream::rewrite::ToolTables::new();
+    let tables = Box::leak(Box::new(agui_stream::rewrite::ToolTables::new()));
     // The denied names fit: `set` took them.
-    let mut rewriter = match o.gateway.rewriter(frames, raw, Some(&mut tables)) {
+    let mut rewriter = match o.gateway.rewriter(frames, raw, Some(tables)) {
         Ok(rewriter) => rewriter,
         Err(e) => {
             eprintln!("agui: {e}");
@@ -826,32 +830,22 @@ fn gateway(o: &Options) -> Result<Exit, IoError> {
     let mut out = Vec::new();
     let mut failure = None;
     let mut write_error = None;
-    read_pieces(&o.file, o.chunk, |mut piece| {
-        loop {
-            out.clear();
-            match rewriter.push(piece, &mut out) {
-                Ok(pushed) => {
-                    write_error = stdout.write_all(&out).err();
-                    if !pushed.held || write_error.is_some() {
-                        return write_error.is_none() && !pushed.ended;
-                    }
-                    // A block outgrew the raw buffer: twice the size, up
-                    // to `--hold-bytes`; past it, it goes ahead.
-                    let size = rewriter
-                        .raw_capacity()
-                        .saturating_mul(2)
-                        .min(o.gateway.hold_bytes);
-                    if size > rewriter.raw_capacity() {
-                        let _ = rewriter.grow_raw(vec![0u8; size].leak());
-                    } else {
-                        rewriter.let_ahead();
-                    }
-                    piece = piece.get(pushed.read..).unwrap_or_default();
-                }
-                Err(e) => {
-                    failure = Some(e);
-                    return false;
-                }
+    read_pieces(&o.file, o.chunk, |piece| {
+        out.clear();
+        match pool::push_all(
+            &mut rewriter,
+            piece,
+            &mut out,
+            o.gateway.hold_bytes,
+            usize::MAX,
+        ) {
+            Ok(ended) => {
+                write_error = stdout.write_all(&out).err();
+                write_error.is_none() && !ended
+            }
+            Err(e) => {
+                failure = Some(e);
+                false
             }
         }
     })?;

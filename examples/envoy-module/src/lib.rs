@@ -199,18 +199,17 @@ impl Filter {
         for edit in RESPONSE_EDITS {
             match edit {
                 HeaderEdit::Remove(name) => hook.set_header(Headers::Response, name, None),
-                // Added where it is absent (nearly always), not set: set
-                // looks it up by name (see `Hook::has_header`).
-                HeaderEdit::Set(name, value) if !hook.has_header(Headers::Response, name) => {
+                // Added where it is absent (nearly always), not set: a set
+                // looks the name up (see `Hook::has_header`).
+                HeaderEdit::Set(name, value) | HeaderEdit::SetIfAbsent(name, value)
+                    if !hook.has_header(Headers::Response, name) =>
+                {
                     hook.add_header(Headers::Response, name, value.as_bytes())
                 }
                 HeaderEdit::Set(name, value) => {
                     hook.set_header(Headers::Response, name, Some(value.as_bytes()))
                 }
-                HeaderEdit::SetIfAbsent(name, value) => {
-                    hook.header(Headers::Response, name, 0).0.is_none()
-                        && hook.set_header(Headers::Response, name, Some(value.as_bytes()))
-                }
+                HeaderEdit::SetIfAbsent(..) => false,
             };
         }
         let gateway = &self.config.gateway;

@@ -86,17 +86,15 @@ pub fn edit_response_header(edit: HeaderEdit) {
         // the name up, and a lookup of a header Envoy keeps no slot for
         // makes it build a map of the stream's headers, about 1 KB for as
         // long as the stream is open. Going through every header does not.
-        HeaderEdit::Set(name, value) if response_header_values(name).is_empty() => {
+        HeaderEdit::Set(name, value) | HeaderEdit::SetIfAbsent(name, value)
+            if response_header_values(name).is_empty() =>
+        {
             let _ = hostcalls::add_map_value_bytes(map, name, value.as_bytes());
         }
         HeaderEdit::Set(name, value) => {
             let _ = hostcalls::set_map_value_bytes(map, name, Some(value.as_bytes()));
         }
-        HeaderEdit::SetIfAbsent(name, value) => {
-            if response_header(name).is_none() {
-                let _ = hostcalls::set_map_value_bytes(map, name, Some(value.as_bytes()));
-            }
-        }
+        HeaderEdit::SetIfAbsent(..) => {}
     }
 }
 

@@ -22,20 +22,26 @@ const FRAME_SLACK: usize = (LANES + 3) * 192 + 3 * LANE_BYTES + RUN_ERROR_BYTES;
 enum Admit {
     /// The input up to `end`: the blocks that complete in it and fit the
     /// room, and after them the start of one that does not complete.
-    /// `held_up`: it stopped before a block the writer has no room for.
-    /// `held`: it stopped where a block outgrew the raw buffer
-    /// ([`Options::hold`](super::Options::hold)).
+    /// `stop`: why it stopped short of the input's end, if it did.
     Take {
         end: usize,
         scan: BlockEnd,
-        held_up: bool,
-        held: bool,
+        stop: Option<Stop>,
     },
     /// The first block needs more room than the writer has, and nothing
     /// was read yet.
     Full { needed: usize },
     /// The first block is larger than the limit (at least `len` bytes).
     TooLarge { len: usize },
+}
+
+/// Why admission stopped short of a push's end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    /// Before a block the writer has no room for.
+    Room,
+    /// Where a block outgrew the raw buffer ([`Options::hold`](super::Options::hold)).
+    Held,
 }
 
 /// A block-end scanner that runs ahead of the framer: where the next blank
@@ -210,22 +216,17 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             }
             let no_cr = memchr::memchr(b'\r', rest).is_none();
             let plain = no_cr && relines::no_bare_data(rest);
-            let (end, held_up, held) = match self.admit(input, pos, room, no_cr) {
-                Admit::Take {
-                    end,
-                    scan,
-                    held_up,
-                    held,
-                } => {
+            let (end, stop) = match self.admit(input, pos, room, no_cr) {
+                Admit::Take { end, scan, stop } => {
                     if end == pos {
                         return Ok(Pushed {
                             read: pos,
                             ended: false,
-                            held,
+                            held: stop == Some(Stop::Held),
                         });
                     }
                     self.scan = scan;
-                    (end, held_up, held)
+                    (end, stop)
                 }
                 Admit::Full { needed } => return Err(RewriteError::OutputFull { needed }),
                 Admit::TooLarge { len } => {
@@ -239,11 +240,11 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             let chunk = input.get(pos..end).unwrap_or_default();
             self.run(chunk, Some(plain), out)?;
             pos = end;
-            if (held_up || held) && self.state == State::Open {
+            if stop.is_some() && self.state == State::Open {
                 return Ok(Pushed {
                     read: pos,
                     ended: false,
-                    held,
+                    held: stop == Some(Stop::Held),
                 });
             }
         }
@@ -299,8 +300,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                 return Admit::Take {
                     end: end.saturating_add(fits),
                     scan,
-                    held_up: false,
-                    held: true,
+                    stop: Some(Stop::Held),
                 };
             }
             // The room this block needs: a block that completes, or one
@@ -319,8 +319,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                 return Admit::Take {
                     end,
                     scan: before,
-                    held_up: true,
-                    held: false,
+                    stop: Some(Stop::Room),
                 };
             }
             match found {
@@ -342,8 +341,7 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         Admit::Take {
             end,
             scan,
-            held_up: false,
-            held: false,
+            stop: None,
         }
     }
 
