@@ -1,7 +1,8 @@
 // The real client: runs `HttpAgent` (@ag-ui/client 1.0.0) against URL, as
 // an application does, and prints one JSON line: the events it handed to
-// the subscriber (their types), the RUN_ERROR it saw (code and message)
-// and the error `runAgent` threw, if any.
+// the subscriber (their types), the RUN_ERROR it saw (code and message),
+// the error `runAgent` threw, if any, and the texts its messages hold at
+// the end (each message's content, each tool call's arguments).
 //
 //   node agent_client.mjs URL
 //
@@ -33,4 +34,8 @@ try {
 } catch (e) {
   thrown = String((e && e.message) || e);
 }
-console.log(JSON.stringify({ events, runError, thrown }));
+const texts = agent.messages.flatMap((m) => [
+  ...(typeof m.content === "string" ? [m.content] : []),
+  ...(m.toolCalls ?? []).map((c) => c.function.arguments),
+]);
+console.log(JSON.stringify({ events, runError, thrown, texts }));

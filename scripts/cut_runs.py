@@ -25,7 +25,10 @@ any failure. Each client run is bounded (60 s).
 `proxy` writes the runs to a temporary directory and checks them through
 the gateway HTTP_PROXY (examples/http_proxy, at its defaults and FLAGs) in
 front of scripts/sse_upstream.py, both started on 127.0.0.1 and stopped by
-pid.
+pid. With `--hold-bytes N` under the large events' size, only the runs
+whose large event is a delta are checked, and their delta is split: the
+client may get pieces of it (CONTENT or ARGS events) before the RUN_ERROR,
+and what its message holds must be the delta's start.
 """
 
 import json
@@ -89,11 +92,18 @@ def types(blocks):
     return [json.loads(b[len("data: "):])["type"] for b in blocks]
 
 
-def check(prefix, oracle_dir, d):
+# The runs whose large event is a delta, and its decoded text.
+DELTAS = ("text", "tool-args-5mb")
+
+
+def check(prefix, oracle_dir, d, split=False):
     client = os.path.join(oracle_dir, "agent_client.mjs")
     shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent_client.mjs"), client)
     passed = failed = 0
+    pieces_seen = 0
     for name, (before, large, _) in runs().items():
+        if split and name not in DELTAS:
+            continue
         head = len("".join(before).encode())
         size = len(large.encode())
         cuts = (head + 20, head + 70_000, head + size // 2, head + size - 3)
@@ -105,14 +115,33 @@ def check(prefix, oracle_dir, d):
             try:
                 out = subprocess.run(["node", client, url], cwd=oracle_dir, capture_output=True,
                                      timeout=60, text=True)
-                got = json.loads(out.stdout.strip().splitlines()[-1])
+                got = json.loads(out.stdout.strip().split("\n")[-1])
             except (subprocess.TimeoutExpired, IndexError, json.JSONDecodeError) as e:
                 got = {"failure": repr(e)}
             want = types(before) + ["RUN_ERROR"]
+            events = got.get("events") or []
+            if split:
+                # Pieces of the delta, whole events, may come before the
+                # RUN_ERROR; the client's text is then the delta's start.
+                piece = json.loads(large[len("data: "):])["type"]
+                n = len(events) - len(want)
+                events = events[:len(before)] + events[len(before) + max(n, 0):]
+                delta = json.loads(large[len("data: "):])["delta"]
+                texts = got.get("texts") or []
+                ok_pieces = (
+                    n >= 0
+                    and (got.get("events") or [])[len(before):len(before) + n] == [piece] * n
+                    and all(delta.startswith(t) for t in texts)
+                    and (n == 0 or any(len(t) > 0 and delta.startswith(t) for t in texts))
+                )
+                pieces_seen += max(n, 0)
+            else:
+                ok_pieces = True
             run_error = got.get("runError") or {}
             thrown = got.get("thrown") or ""
             ok = (
-                got.get("events") == want
+                ok_pieces
+                and events == want
                 and run_error.get("code") == "AGUI_STREAM_TRUNCATED"
                 and "SyntaxError" not in thrown
                 and "JSON" not in thrown
@@ -123,6 +152,10 @@ def check(prefix, oracle_dir, d):
             print(line, flush=True)
             passed += ok
             failed += not ok
+    if split:
+        print(f"{pieces_seen} pieces of split deltas reached the client")
+        if pieces_seen == 0:
+            failed += 1
     print(f"{passed} passed, {failed} failed")
     return failed == 0
 
@@ -152,7 +185,9 @@ def proxy(exe, oracle_dir, flags):
             gateway, port = start([exe, "--listen", "127.0.0.1:0", "--upstream",
                                    f"http://127.0.0.1:{up_port}", *flags])
             procs.append(gateway)
-            return check(f"http://127.0.0.1:{port}/cut/runs", oracle_dir, d)
+            hold = flags[flags.index("--hold-bytes") + 1] if "--hold-bytes" in flags else None
+            split = hold is not None and 0 < int(hold) < 300_000
+            return check(f"http://127.0.0.1:{port}/cut/runs", oracle_dir, d, split)
         finally:
             for p in procs:
                 p.kill()

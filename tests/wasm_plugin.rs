@@ -110,7 +110,10 @@ impl Setting {
             .repair(self.repair)
             .close_open(self.close_open)
             .canonical(self.canonical)
-            .drop_raw(self.drop_raw);
+            .drop_raw(self.drop_raw)
+            // The module holds nothing (its buffers are fixed), but splits
+            // a delta larger than its raw buffer (`hold_bytes` > 0).
+            .split(true);
         (config, options)
     }
 }

@@ -420,6 +420,7 @@ impl Gateway {
             .drop_raw(self.drop_raw)
             .max_event_bytes(self.max_event_bytes)
             .hold(self.hold_bytes > 0)
+            .split(self.hold_bytes > 0)
     }
 
     /// A rewriter with this configuration over `frames` and `raw`; with

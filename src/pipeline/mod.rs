@@ -506,6 +506,23 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         &self.stages.verifier
     }
 
+    /// Whether a `ty` event (a CONTENT or ARGS type) for the entity `id`
+    /// continues what is open, as far as the stages can tell before its
+    /// delta is read: the type is the dialect's, the entity is open, and
+    /// no chunk lane is (which would close first).
+    pub(crate) fn continues(&self, ty: EventType, id: crate::view::string::JsonStr<'_>) -> bool {
+        let entity = match ty {
+            EventType::TextMessageContent => Entity::TextMessage,
+            EventType::ToolCallArgs => Entity::ToolCall,
+            EventType::ReasoningMessageContent if self.stages.config.dialect == Dialect::V1 => {
+                Entity::ReasoningMessage
+            }
+            _ => return false,
+        };
+        self.stages.normalizer.open_lanes() == 0
+            && self.stages.verifier.open_ids(entity).any(|open| open == id)
+    }
+
     /// Reads `bytes`, delivering every event completed by them, and returns
     /// how many it read: all of them, unless the sink pushed back
     /// ([`ControlFlow::Break`]); then it stopped at the end of that frame

@@ -36,7 +36,7 @@ impl Lines {
     }
 
     /// Nothing carried over: the next bytes start a line of their own.
-    fn settled(&self) -> bool {
+    pub(super) fn settled(&self) -> bool {
         !self.after_cr && self.line == relines::LINE_START
     }
 }

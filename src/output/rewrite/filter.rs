@@ -210,6 +210,16 @@ impl Tools<'_> {
         self.0.as_ref().is_none_or(|t| t.keeps(event))
     }
 
+    /// Whether a `ty` event for the entity `id` is kept (asked before the
+    /// event is whole).
+    pub(super) fn keeps_call(&self, ty: EventType, id: JsonStr<'_>) -> bool {
+        ty != EventType::ToolCallArgs
+            || self
+                .0
+                .as_ref()
+                .is_none_or(|t| !t.overflowed && !t.holds(id))
+    }
+
     pub(super) fn check(&mut self, event: &Event<'_>) -> Filtered {
         match &mut self.0 {
             Some(t) => t.check(event),

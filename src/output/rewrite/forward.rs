@@ -31,6 +31,8 @@ pub(super) struct Current {
 pub(super) struct Forward<'a, W: ?Sized> {
     pub(super) emit: Emitter<'a, W>,
     pub(super) marks: &'a mut Marks,
+    /// A split delta's head, while one is going out in pieces (else empty).
+    pub(super) head: &'a [u8],
     pub(super) stats: &'a mut Stats,
     pub(super) options: Options,
     pub(super) filter: Tools<'a>,
@@ -43,6 +45,7 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
     pub(super) fn new(
         emit: Emitter<'a, W>,
         marks: &'a mut Marks,
+        head: &'a [u8],
         stats: &'a mut Stats,
         options: Options,
         filter: Tools<'a>,
@@ -51,6 +54,7 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
         Forward {
             emit,
             marks,
+            head,
             stats,
             options,
             filter,
@@ -127,15 +131,20 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
     }
 
     /// Ends what went out of the current frame ahead of its verdict with a
-    /// data line no JSON can hold, so that the client's parse of it fails.
+    /// data line no JSON can hold, so that the client's parse of it fails
+    /// (a split delta's pieces are whole events: they stay as they are).
     pub(super) fn end_streamed(&mut self) {
+        self.frame.streamed = false;
+        if !self.head.is_empty() {
+            self.marks.streamed = 0;
+            return;
+        }
         let lines = self.emit.lines();
         let at_line_start = lines.line == relines::LINE_START;
         lines.line = relines::LINE_START;
         self.emit
             .write(CUT.get(usize::from(at_line_start)..).unwrap_or_default());
         self.marks.streamed = 0;
-        self.frame.streamed = false;
         self.stats.cut = self.stats.cut.saturating_add(1);
     }
 
@@ -182,6 +191,8 @@ impl<'a, W: Write + ?Sized> Forward<'a, W> {
             return;
         }
         let from = if self.frame.streamed {
+            // A split delta's last piece: its head, then its rest.
+            self.emit.write(self.head);
             core::mem::replace(&mut self.marks.streamed, 0)
         } else {
             info.start

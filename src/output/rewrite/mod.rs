@@ -56,6 +56,7 @@ mod relines;
 mod repair;
 mod request;
 mod sink;
+mod split;
 mod spool;
 mod stats;
 #[cfg(test)]
@@ -204,7 +205,8 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
     /// [`take_buffers`](Self::take_buffers) can lend them to another stream;
     /// once the stream has ended, too.
     pub fn holds_block(&self) -> bool {
-        self.state == State::Open && (self.spool.len() != 0 || self.pipeline.holds_frame())
+        self.state == State::Open
+            && (self.spool.len() != 0 || self.pipeline.holds_frame() || self.spool.splitting())
     }
 
     /// Takes the frame and raw buffers out while they hold nothing
@@ -446,28 +448,25 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             return self.stop(e, out);
         }
         let end = base.saturating_add(chunk.len() as u64);
+        let mut head = None;
         if let Some(upto) = self.spool.ahead(end) {
             // The unfinished block outgrew the raw buffer: out it goes
-            // ahead of its verdict, all but its last bytes.
-            if self.spool.marks.streamed == 0 {
-                self.stats.streamed = self.stats.streamed.saturating_add(1);
-            }
-            let mut stop = Stop::new();
-            let (_, failed) =
-                self.with_forward(chunk, Some(false), base, out, &mut stop, |_, sink| {
-                    let from = sink.gap_start();
-                    sink.forward(from, upto);
-                    sink.marks.accounted = upto;
-                });
-            self.spool.marks.streamed = upto;
-            if failed {
-                self.state = State::Ended;
-                return Err(RewriteError::Write);
+            // ahead of its verdict, all but its last bytes — in pieces
+            // that are events of their own, if it is a delta that splits.
+            head = self.go_ahead(chunk, base, upto, out)?;
+            if self.state == State::Ended {
+                return Ok(());
             }
         }
         if let Err(e) = self.spool.keep(raw_start, Window::new(base, chunk)) {
             self.state = State::Ended;
             return Err(e);
+        }
+        if let Some(head) = head
+            && !self.spool.keep_head(head.bytes())
+        {
+            // (Room was checked in `go_ahead`.)
+            return self.split_outgrown(out);
         }
         // The block let ahead is over: the next one is held again.
         if self.ahead_from != 0
@@ -477,6 +476,94 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             self.ahead_from = 0;
         }
         Ok(())
+    }
+
+    /// Writes the unfinished block, which outgrew the raw buffer, up to
+    /// stream offset `upto` (`chunk` from `base` ran): as it is, or, where
+    /// it is a delta that splits ([`Options::split`]), as pieces. Returns
+    /// the head of a delta that starts to split.
+    fn go_ahead<W: Write + ?Sized>(
+        &mut self,
+        chunk: &[u8],
+        base: u64,
+        upto: u64,
+        out: &mut W,
+    ) -> Result<Option<split::Head>, RewriteError> {
+        let first = self.spool.marks.streamed == 0;
+        if first {
+            self.stats.streamed = self.stats.streamed.saturating_add(1);
+        }
+        let split = first
+            && self.options.split
+            && !self.options.canonical
+            && !self.options.drop_raw
+            && self.spool.capacity() >= 2 * split::HEAD;
+        let end = base.saturating_add(chunk.len() as u64);
+        let mut stop = Stop::new();
+        let (head, failed) = self.with_forward(
+            chunk,
+            Some(false),
+            base,
+            out,
+            &mut stop,
+            |pipeline, sink| {
+                let from = sink.gap_start();
+                let mut head = None;
+                let to = if !sink.head.is_empty() {
+                    let head = sink.head;
+                    sink.piece(head, sink.marks.streamed, upto, end)
+                } else if split
+                    && let Some(h) = split::Head::of(sink.emit.parts(from, end))
+                    && pipeline.continues(h.ty, h.id())
+                    && sink.filter.keeps_call(h.ty, h.id())
+                {
+                    let start = from.saturating_add(h.skip as u64);
+                    sink.forward(from, start);
+                    if sink.emit.lines().settled() {
+                        let content = start.saturating_add(h.bytes().len() as u64);
+                        let to = sink.piece(h.bytes(), content, upto, end);
+                        head = Some(h);
+                        to
+                    } else {
+                        sink.forward(start, upto);
+                        upto
+                    }
+                } else {
+                    sink.forward(from, upto);
+                    upto
+                };
+                sink.marks.streamed = to;
+                sink.marks.accounted = to;
+                head
+            },
+        );
+        if failed {
+            self.state = State::Ended;
+            return Err(RewriteError::Write);
+        }
+        let head_len = head.as_ref().map_or(0, |h| h.bytes().len());
+        let room = self.spool.capacity().saturating_sub(head_len) as u64;
+        if (head.is_some() || self.spool.splitting())
+            && end.saturating_sub(self.spool.marks.accounted) > room
+        {
+            // What follows the pieces outgrew the raw buffer: the members
+            // after a long delta, or bytes no JSON string holds (the
+            // verdict would say so, but the buffer cannot wait for it).
+            self.split_outgrown(out)?;
+            return Ok(None);
+        }
+        Ok(head)
+    }
+
+    /// A split delta's rest outgrew the raw buffer: the stream ends with
+    /// `AGUI_STREAM_CAPACITY` after the pieces (whole events) that went out.
+    fn split_outgrown<W: Write + ?Sized>(&mut self, out: &mut W) -> Result<(), RewriteError> {
+        let mut run_error = repair::RunError::new();
+        let message = "the rest of a delta split into events outgrew the raw buffer";
+        run_error.set("AGUI_STREAM_CAPACITY", &message);
+        self.stats.cut = self.stats.cut.saturating_add(1);
+        self.state = State::Ended;
+        self.end_run(out, &run_error)
     }
 
     /// Runs `f` with the pipeline and a sink writing to `out`; `chunk` is
@@ -491,7 +578,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         stop: &mut Stop,
         f: impl FnOnce(&mut Pipeline<'b, OPEN, OWNERS, ID_BYTES>, &mut Forward<'_, W>) -> T,
     ) -> (T, bool) {
-        let (raw, marks) = self.spool.split(base);
+        let (raw, head, marks) = self.spool.split(base);
         let emit = Emitter::new(
             out,
             raw,
@@ -503,6 +590,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         let mut sink = Forward::new(
             emit,
             marks,
+            head,
             &mut self.stats,
             self.options,
             self.filter.reborrow(),
@@ -510,6 +598,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         );
         let result = f(&mut self.pipeline, &mut sink);
         let failed = sink.end();
+        self.spool.settle();
         (result, failed)
     }
 

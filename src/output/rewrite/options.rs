@@ -86,6 +86,17 @@ pub struct Options {
     /// A client then never gets part of an event: a stream cut inside a
     /// held block ends in the repair's `RUN_ERROR` alone.
     pub hold: bool,
+    /// A `TEXT_MESSAGE_CONTENT`, `TOOL_CALL_ARGS` or
+    /// `REASONING_MESSAGE_CONTENT` that outgrows the raw buffer and is not
+    /// held goes out as several complete events of its lane, each with a
+    /// part of its delta, instead of as part of one event ahead of its
+    /// verdict (default off). It takes an event written `{"type":…,
+    /// "<id key>":"<id>","delta":"…` (its id without escapes) for an open
+    /// message or call, as agent frameworks write them; others go ahead
+    /// as before. The pieces are out before the event's end is read: if
+    /// that turns out bad, they stay, and the violation ends the stream
+    /// as the policy says.
+    pub split: bool,
 }
 
 impl Default for Options {
@@ -105,6 +116,7 @@ impl Options {
             canonical: false,
             drop_raw: false,
             hold: false,
+            split: false,
         }
     }
 
@@ -149,6 +161,13 @@ impl Options {
     /// buffer.
     pub const fn hold(mut self, hold: bool) -> Self {
         self.hold = hold;
+        self
+    }
+
+    /// The same options, splitting (or not) a delta that outgrows the raw
+    /// buffer into complete events.
+    pub const fn split(mut self, split: bool) -> Self {
+        self.split = split;
         self
     }
 }

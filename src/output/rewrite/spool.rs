@@ -79,7 +79,13 @@ pub(super) struct Spool<'b> {
     buf: &'b mut [u8],
     /// `buf[..len]` are the input bytes from stream offset `accounted` on
     /// (as it was when they were kept), not yet part of a complete block.
-    len: usize,
+    /// (A `u32`, beside `head`, keeps the rewriter's state small: a raw
+    /// buffer is used up to 4 GiB.)
+    len: u32,
+    /// The unfinished block is a delta going out in pieces
+    /// ([`split`](super::split)): its head's length, kept at the buffer's
+    /// end (0: it is not).
+    head: u16,
     pub(super) marks: Marks,
 }
 
@@ -88,6 +94,7 @@ impl<'b> Spool<'b> {
         Spool {
             buf,
             len: 0,
+            head: 0,
             marks: Marks::default(),
         }
     }
@@ -105,7 +112,11 @@ impl<'b> Spool<'b> {
     /// Puts `buf` in place of the buffer, with the bytes held, and returns
     /// the old one; `buf` back if it is too short for them.
     pub(super) fn grow(&mut self, buf: &'b mut [u8]) -> Result<&'b mut [u8], &'b mut [u8]> {
-        let (Some(dst), Some(src)) = (buf.get_mut(..self.len), self.buf.get(..self.len)) else {
+        let len = self.len();
+        if self.head != 0 {
+            return Err(buf);
+        }
+        let (Some(dst), Some(src)) = (buf.get_mut(..len), self.buf.get(..len)) else {
             return Err(buf);
         };
         dst.copy_from_slice(src);
@@ -114,20 +125,60 @@ impl<'b> Spool<'b> {
 
     /// Bytes held.
     pub(super) const fn len(&self) -> usize {
-        self.len
+        self.len as usize
     }
 
-    /// The buffer's length.
+    /// The buffer's length (up to 4 GiB), less a split's head kept at its
+    /// end.
     pub(super) const fn capacity(&self) -> usize {
-        self.buf.len()
+        let len = if self.buf.len() > u32::MAX as usize {
+            u32::MAX as usize
+        } else {
+            self.buf.len()
+        };
+        len.saturating_sub(self.head as usize)
+    }
+
+    /// Whether a split's head is kept.
+    pub(super) const fn splitting(&self) -> bool {
+        self.head != 0
     }
 
     /// The held bytes, which end where the pipeline reads next (`base`),
-    /// and the marks, for a sink.
-    pub(super) fn split(&mut self, base: u64) -> (Window<'_>, &mut Marks) {
-        let held = self.buf.get(..self.len).unwrap_or_default();
+    /// a split's head, and the marks, for a sink.
+    pub(super) fn split(&mut self, base: u64) -> (Window<'_>, &[u8], &mut Marks) {
+        let held = self.buf.get(..self.len()).unwrap_or_default();
+        let at = self.buf.len().saturating_sub(self.head as usize);
+        let head = self.buf.get(at..).unwrap_or_default();
         let start = base.saturating_sub(self.len as u64);
-        (Window::new(start, held), &mut self.marks)
+        (Window::new(start, held), head, &mut self.marks)
+    }
+
+    /// Keeps `head` at the buffer's end, for the pieces of a split delta;
+    /// false (nothing done) where the buffer has no room for it beside
+    /// the held bytes.
+    pub(super) fn keep_head(&mut self, head: &[u8]) -> bool {
+        let held = self.len();
+        let Some(at) = self.buf.len().checked_sub(head.len()) else {
+            return false;
+        };
+        let (Ok(len), Some(dst)) = (u16::try_from(head.len()), self.buf.get_mut(at..)) else {
+            return false;
+        };
+        if held > at || head.is_empty() {
+            return false;
+        }
+        dst.copy_from_slice(head);
+        self.head = len;
+        true
+    }
+
+    /// After a chunk ran: a split whose block went out whole (nothing of
+    /// it is out ahead any more) keeps no head.
+    pub(super) fn settle(&mut self) {
+        if self.marks.streamed == 0 {
+            self.head = 0;
+        }
     }
 
     /// Where a block that has outgrown the buffer, now that the stream
@@ -136,8 +187,8 @@ impl<'b> Spool<'b> {
     /// too small to withhold them).
     pub(super) fn ahead(&self, end: u64) -> Option<u64> {
         let accounted = self.marks.accounted;
-        let outgrown = end.saturating_sub(accounted) > self.buf.len() as u64;
-        (outgrown && self.buf.len() >= WITHHELD)
+        let outgrown = end.saturating_sub(accounted) > self.capacity() as u64;
+        (outgrown && self.capacity() >= WITHHELD)
             .then(|| end.saturating_sub(WITHHELD as u64).max(accounted))
     }
 
@@ -146,18 +197,19 @@ impl<'b> Spool<'b> {
     /// where the held bytes started before.
     pub(super) fn keep(&mut self, was: u64, chunk: super::Window<'_>) -> Result<(), RewriteError> {
         let accounted = self.marks.accounted;
-        let drop = (accounted.saturating_sub(was) as usize).min(self.len);
-        self.buf.copy_within(drop..self.len, 0);
-        let kept = self.len.saturating_sub(drop);
+        let held = self.len();
+        let drop = (accounted.saturating_sub(was) as usize).min(held);
+        self.buf.copy_within(drop..held, 0);
+        let kept = held.saturating_sub(drop);
         let add = chunk.get(accounted, chunk.end());
         let len = kept.saturating_add(add.len());
-        let Some(dst) = self.buf.get_mut(kept..len) else {
-            return Err(RewriteError::RawBuffer {
-                capacity: self.buf.len(),
-            });
+        let capacity = self.capacity();
+        let Some(dst) = self.buf.get_mut(kept..len).filter(|_| len <= capacity) else {
+            return Err(RewriteError::RawBuffer { capacity });
         };
         dst.copy_from_slice(add);
-        self.len = len;
+        // `len <= capacity`, at most `u32::MAX`.
+        self.len = len as u32;
         Ok(())
     }
 }
