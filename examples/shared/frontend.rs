@@ -113,7 +113,8 @@ pub struct Gateway {
     /// `--hold-bytes N`: a block larger than the raw buffer is held whole
     /// until its verdict up to this many bytes (its raw buffer grown from
     /// the pool), so that a client never gets part of an event; a larger
-    /// one goes out ahead of its verdict (0: every one does).
+    /// delta is split into complete events of its lane, any other larger
+    /// block goes out ahead of its verdict (0: nothing is held or split).
     pub hold_bytes: usize,
     /// `--keepalive-ms N` (0: never).
     pub keepalive_ms: u64,

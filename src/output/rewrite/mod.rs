@@ -493,10 +493,10 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         if first {
             self.stats.streamed = self.stats.streamed.saturating_add(1);
         }
+        // (Canonical form re-encodes every event: none can go out ahead.)
         let split = first
             && self.options.split
             && !self.options.canonical
-            && !self.options.drop_raw
             && self.spool.capacity() >= 2 * split::HEAD;
         let end = base.saturating_add(chunk.len() as u64);
         let mut stop = Stop::new();
