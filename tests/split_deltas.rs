@@ -142,7 +142,7 @@ fn split_deltas_join_to_what_a_large_buffer_writes() {
     for (name, stream) in &streams {
         for (config, options) in support::rewrite_option_sets() {
             let (whole, whole_stats) = rewrite(stream, 4096, 1 << 24, config, options);
-            for raw in [512, 1024] {
+            for raw in [256, 1024] {
                 for push in [1, 97, 4096] {
                     if push == 1 && stream.len() > 20_000 {
                         continue;

@@ -494,10 +494,9 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             self.stats.streamed = self.stats.streamed.saturating_add(1);
         }
         // (Canonical form re-encodes every event: none can go out ahead.)
-        let split = first
-            && self.options.split
-            && !self.options.canonical
-            && self.spool.capacity() >= 2 * split::HEAD;
+        let split = first && self.options.split && !self.options.canonical;
+        // Room for the head beside a piece's worth.
+        let capacity = self.spool.capacity();
         let end = base.saturating_add(chunk.len() as u64);
         let mut stop = Stop::new();
         let (head, failed) = self.with_forward(
@@ -514,6 +513,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                     sink.piece(head, sink.marks.streamed, upto, end)
                 } else if split
                     && let Some(h) = split::Head::of(sink.emit.parts(from, end))
+                    && h.bytes().len().saturating_add(split::ROOM) <= capacity
                     && pipeline.continues(h.ty, h.id())
                     && sink.filter.keeps_call(h.ty, h.id())
                 {

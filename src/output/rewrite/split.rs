@@ -22,7 +22,12 @@ use crate::view::string::JsonStr;
 use super::forward::Forward;
 
 /// The longest head a split keeps (ids up to about 180 bytes).
-pub(super) const HEAD: usize = 256;
+const HEAD: usize = 256;
+
+/// The least room a split needs in the raw buffer beside its head: for
+/// the bytes a piece leaves (the end of an escape, the 16 withheld) and the
+/// event's own end after its delta.
+pub(super) const ROOM: usize = 128;
 
 /// The types whose deltas split.
 const SPLIT: [EventType; 3] = [
