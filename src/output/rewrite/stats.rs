@@ -53,11 +53,13 @@ pub struct Stats {
     /// Events of denied tool calls removed ([`Rewriter::deny_tools`](super::Rewriter::deny_tools)).
     pub tool_events_dropped: u64,
     /// Blocks larger than the raw buffer, forwarded piece by piece ahead
-    /// of their verdict.
+    /// of their verdict (a delta split into events counts here too:
+    /// [`Options::split`](super::Options::split)).
     pub streamed: u64,
     /// Blocks cut for the client: streamed ones found bad at their end or
-    /// needing re-encoding, and events that outgrew the frame buffer
-    /// (shown with stand-ins) but would have to be re-encoded.
+    /// needing re-encoding, events that outgrew the frame buffer (shown
+    /// with stand-ins) but would have to be re-encoded, and split deltas
+    /// whose rest outgrew the raw buffer.
     pub cut: u64,
 }
 
