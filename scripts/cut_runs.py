@@ -3,7 +3,7 @@
 gateway (Python 3 stdlib, and Node with @ag-ui/client 1.0.0).
 
     cut_runs.py write DIR
-    cut_runs.py check URL_PREFIX ORACLE_DIR DIR
+    cut_runs.py check URL_PREFIX ORACLE_DIR DIR [split]
     cut_runs.py proxy HTTP_PROXY ORACLE_DIR [FLAG...]
 
 `write` writes the runs to DIR: each a whole run whose one large event —
@@ -20,7 +20,9 @@ whose node_modules has @ag-ui/client), and checks what the client got:
 every event before the large one, then the gateway's RUN_ERROR with code
 AGUI_STREAM_TRUNCATED — and nothing thrown but the run's error, never a
 parse error. Prints one line per case and `N passed, M failed`; exits 1 on
-any failure. Each client run is bounded (60 s).
+any failure. Each client run is bounded (60 s). With `split` (a gateway
+whose hold limit is under the large events' size), only the runs whose
+large event is a delta are checked, as `proxy` below says.
 
 `proxy` writes the runs to a temporary directory and checks them through
 the gateway HTTP_PROXY (examples/http_proxy, at its defaults and FLAGs) in
@@ -198,8 +200,8 @@ def main():
     if len(sys.argv) == 3 and sys.argv[1] == "write":
         write(sys.argv[2])
         return 0
-    if len(sys.argv) == 5 and sys.argv[1] == "check":
-        return 0 if check(*sys.argv[2:]) else 1
+    if len(sys.argv) in (5, 6) and sys.argv[1] == "check" and sys.argv[5:] in ([], ["split"]):
+        return 0 if check(*sys.argv[2:5], split=len(sys.argv) == 6) else 1
     if len(sys.argv) >= 4 and sys.argv[1] == "proxy":
         return 0 if proxy(sys.argv[2], sys.argv[3], sys.argv[4:]) else 1
     print(__doc__, file=sys.stderr)

@@ -590,6 +590,55 @@ else
     na "runs cut inside a large event through HttpAgent: no ORACLE_DIR"
 fi
 
+phase "a run cut inside a delta past hold_bytes, as the real client sees it"
+# A second Envoy, the same template with "hold_bytes": 65536: the 300 KB
+# text delta and the 5 MB tool-call argument are split into whole events,
+# which the client keeps before the repair's RUN_ERROR.
+if [ -n "${ORACLE_DIR:-}" ]; then
+    split_config='{"deterministic_ids":true,"buffer":65536,"hold_bytes":65536}'
+    render "$split_config" "$split_config" >"$work/envoy-split.yaml"
+    "$ENVOY" -c "$work/envoy-split.yaml" --concurrency 1 --disable-hot-restart \
+        --admin-address-path "$work/admin-split.address" -l info >"$work/envoy-split.log" 2>&1 &
+    split_pid=$!
+    pids+=("$split_pid")
+    split_admin=
+    for ((i = 0; i < 150; i++)); do
+        kill -0 "$split_pid" 2>/dev/null || break
+        if [ -s "$work/admin-split.address" ] &&
+            [ "$(http_get "http://$(cat "$work/admin-split.address")/ready" 2>/dev/null || true)" = LIVE ]; then
+            split_admin=http://$(cat "$work/admin-split.address")
+            break
+        fi
+        sleep 0.1
+    done
+    split_port=
+    [ -n "$split_admin" ] && split_port=$(http_get "$split_admin/listeners?format=json" | python3 -c 'import json, sys
+print({l["name"]: l["local_address"]["socket_address"]["port_value"]
+       for l in json.load(sys.stdin)["listener_statuses"]}["agui"])')
+    if [ -n "$split_port" ]; then
+        timeout 600 python3 scripts/cut_runs.py check "http://127.0.0.1:$split_port/cut/runs" \
+            "$ORACLE_DIR" "$work/runs" split >"$work/cut-split.out" 2>&1
+        read -r split_passed split_failed < <(awk '/ passed, .* failed$/ { print $1, $3 }' "$work/cut-split.out")
+        pieces=$(awk '/ pieces of split deltas/ { print $1 }' "$work/cut-split.out")
+        if [ "${split_passed:-0}" -gt 0 ] && [ "${split_failed:-1}" = 0 ]; then
+            ok "runs cut inside a delta past hold_bytes ($split_passed cuts): HttpAgent keeps ${pieces:-?} pieces, then RUN_ERROR AGUI_STREAM_TRUNCATED"
+        else
+            bad "runs cut inside a delta past hold_bytes: ${split_failed:-?} failed, ${split_passed:-0} passed"
+            grep FAILED "$work/cut-split.out" | head -n 5
+        fi
+    else
+        bad "the second Envoy (hold_bytes 65536) did not start"
+        tail -n 20 "$work/envoy-split.log"
+    fi
+    kill "$split_pid" 2>/dev/null || true
+    wait "$split_pid" 2>/dev/null || true
+    if grep -Eiq 'panicked|wasm trap|unreachable|RuntimeError' "$work/envoy-split.log"; then
+        bad "the second Envoy's log shows a panic or trap"
+    fi
+else
+    na "runs cut inside a delta past hold_bytes through HttpAgent: no ORACLE_DIR"
+fi
+
 # ------------------------------------------------------------------ not rewritten
 
 phase "responses that pass untouched"
