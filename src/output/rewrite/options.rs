@@ -166,6 +166,30 @@ impl Options {
 
     /// The same options, splitting (or not) a delta that outgrows the raw
     /// buffer into complete events.
+    ///
+    /// ```
+    /// use agui_stream::{Config, rewrite::{Options, Rewriter}};
+    /// let (mut frames, mut raw) = ([0u8; 1024], [0u8; 256]);
+    /// let options = Options::new().split(true);
+    /// let mut rewriter = Rewriter::new(&mut frames, &mut raw, Config::new(), options);
+    /// let stream = format!(
+    ///     "data: {{\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}}\n\n\
+    ///      data: {{\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"m\",\"role\":\"assistant\"}}\n\n\
+    ///      data: {{\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"{}\"}}\n\n",
+    ///     "word ".repeat(200)
+    /// );
+    /// let mut out = Vec::new();
+    /// for piece in stream.as_bytes().chunks(300) {
+    ///     rewriter.push(piece, &mut out)?;
+    /// }
+    /// rewriter.finish(&mut out)?; // cut before TEXT_MESSAGE_END: repaired
+    /// let out = String::from_utf8(out).unwrap();
+    /// // The 1,000-byte delta came as several whole events, then the repair.
+    /// assert!(out.matches("\"type\":\"TEXT_MESSAGE_CONTENT\"").count() > 2);
+    /// assert!(!out.contains('\u{1}'));
+    /// assert!(out.ends_with("\"code\":\"AGUI_STREAM_TRUNCATED\"}\n\n"));
+    /// # Ok::<(), agui_stream::rewrite::RewriteError>(())
+    /// ```
     pub const fn split(mut self, split: bool) -> Self {
         self.split = split;
         self
