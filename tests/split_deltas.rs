@@ -7,14 +7,17 @@
 //! run cut inside such an event ends in the repair's `RUN_ERROR` after
 //! pieces that are whole events: nothing the client got is lost.
 
+#[path = "support/joined.rs"]
+mod joined;
 mod support;
 
 use agui_stream::Config;
 use agui_stream::rewrite::{Options, Rewriter, Stats};
+use joined::{blocks, joined};
 use support::{RUN_FINISHED, RUN_STARTED, sse};
 
 /// The output and statistics of `stream` in `push`-byte pieces through a
-/// `raw`-byte raw buffer (and a 1 KiB frame buffer).
+/// `raw`-byte raw buffer and a frame buffer as large (at least 1 KiB).
 fn rewrite(
     stream: &[u8],
     push: usize,
@@ -22,7 +25,7 @@ fn rewrite(
     config: Config,
     options: Options,
 ) -> (Vec<u8>, Stats) {
-    let (mut frames, mut raw) = (vec![0u8; 1024], vec![0u8; raw]);
+    let (mut frames, mut raw) = (vec![0u8; raw.max(1024)], vec![0u8; raw]);
     let mut rewriter = Rewriter::new(&mut frames, &mut raw, config, options);
     let mut out = Vec::new();
     for piece in stream.chunks(push.max(1)) {
@@ -34,59 +37,6 @@ fn rewrite(
     }
     rewriter.finish(&mut out).expect("a Vec has room");
     (out, *rewriter.stats())
-}
-
-/// The blocks of an output (each with its blank line).
-fn blocks(out: &[u8]) -> Vec<&[u8]> {
-    let mut blocks = Vec::new();
-    let mut rest = out;
-    while let Some(k) = rest.windows(2).position(|w| w == b"\n\n") {
-        blocks.push(&rest[..k + 2]);
-        rest = &rest[k + 2..];
-    }
-    if !rest.is_empty() {
-        blocks.push(rest);
-    }
-    blocks
-}
-
-/// Where a delta event's head ends (`…,"delta":"`), if `block` is one
-/// written `data: {"type":"T","idKey":"id","delta":"`.
-fn head_len(block: &[u8]) -> Option<usize> {
-    let types = [
-        ("TEXT_MESSAGE_CONTENT", "messageId"),
-        ("TOOL_CALL_ARGS", "toolCallId"),
-        ("REASONING_MESSAGE_CONTENT", "messageId"),
-    ];
-    let rest = block.strip_prefix(b"data:")?;
-    let rest = rest.strip_prefix(b" ").unwrap_or(rest);
-    types.iter().find_map(|(ty, key)| {
-        let prefix = format!(r#"{{"type":"{ty}","{key}":""#);
-        let after = rest.strip_prefix(prefix.as_bytes())?;
-        let id = after.iter().position(|&b| b == b'"')?;
-        let tail = after[id..].strip_prefix(br#"","delta":""#)?;
-        Some(block.len() - tail.len())
-    })
-}
-
-/// `out` with every piece joined to the next event of the same head:
-/// `head + a + "}\n\n" + head + b…` → `head + a + b…`.
-fn joined(out: &[u8]) -> Vec<u8> {
-    let mut joined: Vec<u8> = Vec::new();
-    let mut last: Option<Vec<u8>> = None;
-    for block in blocks(out) {
-        if let (Some(head), Some(n)) = (&last, head_len(block))
-            && block[..n] == head[..]
-            && joined.ends_with(b"\"}\n\n")
-        {
-            joined.truncate(joined.len() - 4);
-            joined.extend_from_slice(&block[n..]);
-        } else {
-            joined.extend_from_slice(block);
-        }
-        last = head_len(block).map(|n| block[..n].to_vec());
-    }
-    joined
 }
 
 /// Long deltas of each kind, with escapes, multi-byte characters and
@@ -374,4 +324,154 @@ fn deltas_that_do_not_split_go_ahead_as_before() {
         assert_eq!(split.0, plain.0);
         assert_eq!(split.1.streamed, 1);
     }
+}
+
+/// A small deterministic generator (xorshift).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "hundreds of long streams")]
+fn random_long_deltas_join_to_what_a_large_buffer_writes() {
+    // Pieces of a JSON string's content: characters of one to four
+    // bytes, every escape, surrogate pairs and lone halves, bytes no
+    // UTF-8 or no string holds.
+    let atoms: [&[u8]; 18] = [
+        b"a",
+        b"word ",
+        "é".as_bytes(),
+        "東".as_bytes(),
+        "😀".as_bytes(),
+        "\u{2028}".as_bytes(),
+        br"\n",
+        br"\t",
+        br#"\""#,
+        br"\\",
+        br"\/",
+        br"\u00e9",
+        br"\ud83d\ude00",
+        br"\ud83d",
+        br"\udc00",
+        br"\u0000",
+        b"\xff",
+        b"\x01",
+    ];
+    let kinds = [
+        (
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "messageId",
+            r#","role":"assistant""#,
+        ),
+        (
+            "TOOL_CALL_START",
+            "TOOL_CALL_ARGS",
+            "TOOL_CALL_END",
+            "toolCallId",
+            r#","toolCallName":"f""#,
+        ),
+        (
+            "REASONING_MESSAGE_START",
+            "REASONING_MESSAGE_CONTENT",
+            "REASONING_MESSAGE_END",
+            "messageId",
+            r#","role":"reasoning""#,
+        ),
+    ];
+    let afters = [
+        "",
+        r#","timestamp":1700000000000"#,
+        r#","rawEvent":{"k":[1,2,3]}"#,
+        r#","timestamp":"x""#,
+    ];
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let (mut split, mut bad) = (0, 0);
+    for case in 0..400 {
+        let (start, content, end, key, extra) = kinds[rng.below(kinds.len())];
+        let mut delta = Vec::new();
+        // Mostly valid: the bytes no string holds in one case of four.
+        let valid = rng.below(4) != 0;
+        for _ in 0..100 + rng.below(1200) {
+            let atom = atoms[rng.below(if valid { 16 } else { atoms.len() })];
+            delta.extend_from_slice(atom);
+        }
+        let after = afters[rng.below(afters.len())];
+        let mut stream = sse(&[
+            RUN_STARTED.to_owned(),
+            format!(r#"{{"type":"{start}","{key}":"e1"{extra}}}"#),
+        ]);
+        stream.extend_from_slice(
+            format!(r#"data: {{"type":"{content}","{key}":"e1","delta":""#).as_bytes(),
+        );
+        stream.extend_from_slice(&delta);
+        stream.extend_from_slice(format!("\"{after}}}\n\n").as_bytes());
+        stream.extend(sse(&[
+            format!(r#"{{"type":"{end}","{key}":"e1"}}"#),
+            RUN_FINISHED.to_owned(),
+        ]));
+        // Cut in its middle, sometimes.
+        let cut = rng.below(5) == 0;
+        if cut {
+            stream.truncate(stream.len() / 2);
+        }
+        let (raw, push) = (1024 + rng.below(2000), 1 + rng.below(1500));
+        let options = Options::new().split(true);
+        let (whole, whole_stats) =
+            rewrite(&stream, 1 << 20, 1 << 20, Config::new(), Options::new());
+        let (out, stats) = rewrite(&stream, push, raw, Config::new(), options);
+        let context = format!(
+            "case {case} raw {raw} push {push}: {:?}",
+            String::from_utf8_lossy(&stream)
+        );
+        let pieces = blocks(&out).len() > blocks(&whole).len();
+        split += usize::from(pieces);
+        // (Its members after the delta are short, and a frame buffer as
+        // large as the raw one has the JSON's verdict when a piece stops
+        // at a byte no string holds: nothing outgrows it.)
+        assert_eq!(stats.cut, 0, "{context}");
+        if cut && whole_stats.violations == 0 {
+            // What a large buffer gives, with the pieces that went out
+            // before the repair's RUN_ERROR: the delta's start.
+            let (got, want) = (blocks(&out), blocks(&whole));
+            let k = want.len() - 1;
+            assert!(
+                got.len() > k && got[..k] == want[..k] && got.last() == want.last(),
+                "{context}"
+            );
+            let head = format!(r#"data: {{"type":"{content}","{key}":"e1","delta":""#);
+            let text: Vec<u8> = got[k..got.len() - 1]
+                .iter()
+                .flat_map(|b| {
+                    let b = b.strip_prefix(head.as_bytes()).expect("a piece");
+                    b.strip_suffix(b"\"}\n\n").expect("a piece").iter().copied()
+                })
+                .collect();
+            assert!(delta.starts_with(&text), "{context}");
+        } else if whole_stats.violations == 0 {
+            assert_eq!(
+                String::from_utf8_lossy(&joined(&out)),
+                String::from_utf8_lossy(&joined(&whole)),
+                "{context}"
+            );
+        } else {
+            // The event (or the stream) is bad: the same verdict, after
+            // pieces that are whole events, and never a cut frame.
+            bad += 1;
+            assert_eq!(stats.violations, whole_stats.violations, "{context}");
+            assert!(!out.windows(8).any(|w| w == b"data: \x01\n"), "{context}");
+            assert_eq!(blocks(&out).last(), blocks(&whole).last(), "{context}");
+        }
+        assert!(!pieces || out.len() > whole.len(), "{context}");
+    }
+    println!("{split} of 400 split, {bad} bad");
+    assert!(split > 150 && bad > 50, "{split} split, {bad} bad");
 }

@@ -69,7 +69,7 @@ pub use request::{Refusal, RequestRewriter, RequestStats};
 pub use stats::Stats;
 
 use crate::output::encode::Write;
-use crate::pipeline::error::Error;
+use crate::pipeline::error::{Error, Stage};
 use crate::pipeline::{
     Config, DEFAULT_ID_BYTES, DEFAULT_OPEN_IDS, DEFAULT_OWNERS, Pipeline, Policy, Summary,
 };
@@ -546,10 +546,21 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         if (head.is_some() || self.spool.splitting())
             && end.saturating_sub(self.spool.marks.accounted) > room
         {
-            // What follows the pieces outgrew the raw buffer: the members
-            // after a long delta, or bytes no JSON string holds (the
-            // verdict would say so, but the buffer cannot wait for it).
-            self.split_outgrown(out)?;
+            // What follows the pieces outgrew the raw buffer: bytes no JSON
+            // string holds (the pipeline's verdict, if it has one: the
+            // stream ends with it), or the members after a long delta.
+            let mut verdict = Stop::new();
+            if self.pipeline.report_failed_spill(&mut verdict).is_some()
+                && let Some(run_error) = verdict.run_error()
+            {
+                self.stats.violations = self.stats.violations.saturating_add(1);
+                // (A spilled frame's JSON error.)
+                count_in(&mut self.stats.violations_by_stage, Stage::Json.index());
+                self.state = State::Ended;
+                self.end_run(out, run_error)?;
+            } else {
+                self.split_outgrown(out)?;
+            }
             return Ok(None);
         }
         Ok(head)

@@ -154,6 +154,28 @@ impl Stop {
     }
 }
 
+/// A sink that hears only of a violation, which stops it (for the
+/// pipeline's verdict on a spilling frame whose JSON already failed).
+impl crate::pipeline::Sink for Stop {
+    fn event(
+        &mut self,
+        _: &Event<'_>,
+        _: &crate::pipeline::FrameInfo,
+    ) -> core::ops::ControlFlow<()> {
+        core::ops::ControlFlow::Continue(())
+    }
+
+    fn violation(
+        &mut self,
+        error: &Error,
+        _: &crate::pipeline::FrameInfo,
+        message: &dyn fmt::Display,
+    ) -> core::ops::ControlFlow<()> {
+        self.set(error, message);
+        core::ops::ControlFlow::Break(())
+    }
+}
+
 /// The final `RUN_ERROR`'s code for `e`.
 pub(super) fn code_of(e: &Error) -> &'static str {
     if e.is_capacity() {
