@@ -574,18 +574,28 @@ cut_run_requests=0
 # the filter at its defaults, close-delimited (chunked, Envoy resets the
 # client): every event before the cut one, then the repair's RUN_ERROR,
 # never a parse error (scripts/cut_runs.py).
-if [ -n "${ORACLE_DIR:-}" ]; then
-    timeout 600 python3 scripts/cut_runs.py check "$envoy/cut/runs" "$ORACLE_DIR" "$work/runs" \
-        >"$work/cut-runs.out" 2>&1
-    read -r cut_passed cut_failed < <(awk '/ passed, .* failed$/ { print $1, $3 }' "$work/cut-runs.out")
-    # Each run is an agent request (HttpAgent POSTs its input), checked.
-    cut_run_requests=$((${cut_passed:-0} + ${cut_failed:-0}))
-    if [ "${cut_passed:-0}" -gt 0 ] && [ "${cut_failed:-1}" = 0 ]; then
-        ok "runs cut inside a large event ($cut_passed cuts): HttpAgent gets RUN_ERROR AGUI_STREAM_TRUNCATED"
+# check_cut_runs URL OUT WHAT [split]: scripts/cut_runs.py check against
+# URL (its output in OUT); ok or bad, saying WHAT; sets cut_checked to the
+# runs made.
+check_cut_runs() {
+    # (Not `passed`/`failed`: those are the script's counters.)
+    local url=$1 out=$2 what=$3 good wrong pieces
+    shift 3
+    timeout 600 python3 scripts/cut_runs.py check "$url" "$ORACLE_DIR" "$work/runs" "$@" >"$out" 2>&1
+    read -r good wrong < <(awk '/ passed, .* failed$/ { print $1, $3 }' "$out")
+    pieces=$(awk '/ pieces of split deltas/ { print ", HttpAgent keeps " $1 " pieces" }' "$out")
+    cut_checked=$((${good:-0} + ${wrong:-0}))
+    if [ "${good:-0}" -gt 0 ] && [ "${wrong:-1}" = 0 ]; then
+        ok "$what ($good cuts$pieces): HttpAgent gets RUN_ERROR AGUI_STREAM_TRUNCATED"
     else
-        bad "runs cut inside a large event: ${cut_failed:-?} failed, ${cut_passed:-0} passed"
-        grep FAILED "$work/cut-runs.out" | head -n 5
+        bad "$what: ${wrong:-?} failed, ${good:-0} passed"
+        grep FAILED "$out" | head -n 5
     fi
+}
+if [ -n "${ORACLE_DIR:-}" ]; then
+    check_cut_runs "$envoy/cut/runs" "$work/cut-runs.out" "runs cut inside a large event"
+    # Each run is an agent request (HttpAgent POSTs its input), checked.
+    cut_run_requests=$cut_checked
 else
     na "runs cut inside a large event through HttpAgent: no ORACLE_DIR"
 fi
@@ -616,16 +626,8 @@ if [ -n "${ORACLE_DIR:-}" ]; then
 print({l["name"]: l["local_address"]["socket_address"]["port_value"]
        for l in json.load(sys.stdin)["listener_statuses"]}["agui"])')
     if [ -n "$split_port" ]; then
-        timeout 600 python3 scripts/cut_runs.py check "http://127.0.0.1:$split_port/cut/runs" \
-            "$ORACLE_DIR" "$work/runs" split >"$work/cut-split.out" 2>&1
-        read -r split_passed split_failed < <(awk '/ passed, .* failed$/ { print $1, $3 }' "$work/cut-split.out")
-        pieces=$(awk '/ pieces of split deltas/ { print $1 }' "$work/cut-split.out")
-        if [ "${split_passed:-0}" -gt 0 ] && [ "${split_failed:-1}" = 0 ]; then
-            ok "runs cut inside a delta past hold_bytes ($split_passed cuts): HttpAgent keeps ${pieces:-?} pieces, then RUN_ERROR AGUI_STREAM_TRUNCATED"
-        else
-            bad "runs cut inside a delta past hold_bytes: ${split_failed:-?} failed, ${split_passed:-0} passed"
-            grep FAILED "$work/cut-split.out" | head -n 5
-        fi
+        check_cut_runs "http://127.0.0.1:$split_port/cut/runs" "$work/cut-split.out" \
+            "runs cut inside a delta past hold_bytes, through the second Envoy" split
     else
         bad "the second Envoy (hold_bytes 65536) did not start"
         tail -n 20 "$work/envoy-split.log"

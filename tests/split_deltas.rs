@@ -14,7 +14,7 @@ mod support;
 use agui_stream::Config;
 use agui_stream::rewrite::{Options, Rewriter, Stats};
 use joined::{blocks, joined};
-use support::{RUN_FINISHED, RUN_STARTED, sse};
+use support::{RUN_FINISHED, RUN_STARTED, Rng, sse};
 
 /// The output and statistics of `stream` in `push`-byte pieces through a
 /// `raw`-byte raw buffer and a frame buffer as large (at least 1 KiB).
@@ -37,6 +37,11 @@ fn rewrite(
     }
     rewriter.finish(&mut out).expect("a Vec has room");
     (out, *rewriter.stats())
+}
+
+/// `stream` with `split` in 700-byte pushes through 1 KiB buffers.
+fn split_in_1k(stream: &[u8]) -> (Vec<u8>, Stats) {
+    rewrite(stream, 700, 1024, Config::new(), Options::new().split(true))
 }
 
 /// Long deltas of each kind, with escapes, multi-byte characters and
@@ -233,13 +238,7 @@ fn a_split_delta_found_bad_at_its_end_stops_after_whole_pieces() {
     let delta = "x".repeat(5000);
     // A member after the delta that is no JSON: a violation at its end.
     let stream = one_message(&delta, r#","timestamp":nope"#);
-    let (out, stats) = rewrite(
-        &stream,
-        700,
-        1024,
-        Config::new(),
-        Options::new().split(true),
-    );
+    let (out, stats) = split_in_1k(&stream);
     let events = events(&out);
     let last = events.last().unwrap();
     assert_eq!(last["type"], "RUN_ERROR");
@@ -253,13 +252,7 @@ fn members_after_a_split_delta_that_outgrow_the_buffer_end_the_stream() {
     let delta = "x".repeat(5000);
     let after = format!(r#","rawEvent":{{"big":"{}"}}"#, "y".repeat(3000));
     let stream = one_message(&delta, &after);
-    let (out, stats) = rewrite(
-        &stream,
-        700,
-        1024,
-        Config::new(),
-        Options::new().split(true),
-    );
+    let (out, stats) = split_in_1k(&stream);
     let got = events(&out);
     let last = got.last().unwrap();
     assert_eq!(last["code"], "AGUI_STREAM_CAPACITY", "{last}");
@@ -271,13 +264,7 @@ fn members_after_a_split_delta_that_outgrow_the_buffer_end_the_stream() {
     assert_eq!(stats.cut, 1);
     // Small members after it go with the last piece.
     let stream = one_message(&delta, r#","rawEvent":{"small":1}"#);
-    let (out, _) = rewrite(
-        &stream,
-        700,
-        1024,
-        Config::new(),
-        Options::new().split(true),
-    );
+    let (out, _) = split_in_1k(&stream);
     let got = events(&out);
     assert_eq!(got.last().unwrap()["type"], "RUN_FINISHED");
     assert_eq!(text(&got), delta);
@@ -313,28 +300,10 @@ fn deltas_that_do_not_split_go_ahead_as_before() {
         ]),
     ];
     for stream in unsplit {
-        let split = rewrite(
-            &stream,
-            700,
-            1024,
-            Config::new(),
-            Options::new().split(true),
-        );
+        let split = split_in_1k(&stream);
         let plain = rewrite(&stream, 700, 1024, Config::new(), Options::new());
         assert_eq!(split.0, plain.0);
         assert_eq!(split.1.streamed, 1);
-    }
-}
-
-/// A small deterministic generator (xorshift).
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
     }
 }
 

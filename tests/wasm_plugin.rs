@@ -14,6 +14,7 @@
 
 mod support;
 use support as common;
+use support::Rng;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -317,31 +318,6 @@ fn native(stream: &[u8], pieces: &[usize], setting: &Setting) -> Run {
         },
         report,
         pushed: pieces.to_vec(),
-    }
-}
-
-/// A small deterministic generator (xorshift).
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
-    }
-
-    /// Piece sizes covering `len`: tiny, packet-sized or large, at random.
-    fn pieces(&mut self, len: usize) -> Vec<usize> {
-        let mut out = Vec::new();
-        let mut left = len;
-        while left > 0 {
-            let max = [16, 1460, 40_000][self.below(3)];
-            let n = (1 + self.below(max)).min(left);
-            out.push(n);
-            left -= n;
-        }
-        out
     }
 }
 

@@ -122,6 +122,32 @@ pub fn read(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
 
+/// A small deterministic generator (xorshift), for seeded random cases.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// A number below `n`.
+    pub fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+
+    /// Piece sizes covering `len`: tiny, packet-sized or large, at random.
+    pub fn pieces(&mut self, len: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut left = len;
+        while left > 0 {
+            let max = [16, 1460, 40_000][self.below(3)];
+            let n = (1 + self.below(max)).min(left);
+            out.push(n);
+            left -= n;
+        }
+        out
+    }
+}
+
 /// A run's first and last events, for streams built by hand.
 pub const RUN_STARTED: &str = r#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#;
 pub const RUN_FINISHED: &str = r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r"}"#;
