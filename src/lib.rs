@@ -71,7 +71,7 @@ mod store;
 pub mod testing;
 mod view;
 
-pub use check::{legacy, normalize, request, verify};
+pub use check::{guard, legacy, normalize, request, verify};
 pub use input::{json, sse};
 pub use output::rewrite;
 

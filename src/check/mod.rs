@@ -8,6 +8,7 @@
 
 pub(crate) mod decode;
 mod delta;
+pub mod guard;
 pub mod legacy;
 pub mod normalize;
 pub mod request;
