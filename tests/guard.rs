@@ -52,7 +52,7 @@ fn luhn(digits: &[u8]) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 fn card(s: &[u8]) -> bool {
@@ -117,12 +117,12 @@ fn full_match(rule: &Rule<'_>, s: &[u8]) -> bool {
     }
 }
 
-/// What the whole text comes to: the output, the matches (rule, start,
-/// length), and the rule that blocked, if one did.
-fn reference(
-    rules: &[Rule<'_>],
-    text: &[u8],
-) -> (Vec<u8>, Vec<(usize, usize, usize)>, Option<usize>) {
+/// A match: the rule's index, where it starts, its length.
+type Match = (usize, usize, usize);
+
+/// What the whole text comes to: the output, the matches, and the rule
+/// that blocked, if one did.
+fn reference(rules: &[Rule<'_>], text: &[u8]) -> (Vec<u8>, Vec<Match>, Option<usize>) {
     let (mut out, mut matches) = (Vec::new(), Vec::new());
     let mut p = 0;
     while p < text.len() {
@@ -498,4 +498,260 @@ fn rules_are_checked_when_configured() {
         .map(|d| Detector::from_name(d.name()))
         .collect();
     assert!(names.iter().zip(Detector::ALL).all(|(n, d)| *n == Some(d)));
+}
+
+// ------------------------------------------------------------- the rewriter
+
+/// A JSON string literal of `s`, some characters as `\u` escapes.
+fn json_str(rng: &mut Rng, s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        if (c as u32) < 0x10000 && rng.below(8) == 0 {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            let one = serde_json::to_string(&c.to_string()).unwrap();
+            out.push_str(&one[1..one.len() - 1]);
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Splits `s` into non-empty pieces at characters.
+fn pieces_of(rng: &mut Rng, s: &str) -> Vec<String> {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < chars.len() {
+        let most = [2, 6, 30][rng.below(3)];
+        let n = (1 + rng.below(most)).min(chars.len() - at);
+        out.push(chars[at..at + n].iter().collect());
+        at += n;
+    }
+    out
+}
+
+/// A V1 run of text messages (explicit and chunk forms) and reasoning
+/// messages, each text from [`text`]; with the text of each message id.
+fn guarded_run(rng: &mut Rng) -> (Vec<u8>, Vec<(String, String)>) {
+    let mut events = vec![support::RUN_STARTED.to_owned()];
+    let mut texts = Vec::new();
+    for m in 0..1 + rng.below(4) {
+        let parts = 1 + rng.below(8);
+        let body = String::from_utf8(text(rng, parts)).unwrap();
+        let id = format!("m{m}");
+        let deltas = pieces_of(rng, &body);
+        match rng.below(3) {
+            0 => {
+                events.push(format!(
+                    r#"{{"type":"TEXT_MESSAGE_START","messageId":"{id}","role":"assistant"}}"#
+                ));
+                for d in &deltas {
+                    let d = json_str(rng, d);
+                    events.push(format!(
+                        r#"{{"type":"TEXT_MESSAGE_CONTENT","messageId":"{id}","delta":{d}}}"#
+                    ));
+                }
+                events.push(format!(
+                    r#"{{"type":"TEXT_MESSAGE_END","messageId":"{id}"}}"#
+                ));
+            }
+            1 => {
+                for d in &deltas {
+                    let d = json_str(rng, d);
+                    events.push(format!(
+                        r#"{{"type":"TEXT_MESSAGE_CHUNK","messageId":"{id}","delta":{d}}}"#
+                    ));
+                }
+            }
+            _ => {
+                events.push(format!(
+                    r#"{{"type":"REASONING_START","messageId":"r{id}"}}"#
+                ));
+                events.push(format!(
+                    r#"{{"type":"REASONING_MESSAGE_START","messageId":"{id}","role":"reasoning"}}"#
+                ));
+                for d in &deltas {
+                    let d = json_str(rng, d);
+                    events.push(format!(
+                        r#"{{"type":"REASONING_MESSAGE_CONTENT","messageId":"{id}","delta":{d}}}"#
+                    ));
+                }
+                events.push(format!(
+                    r#"{{"type":"REASONING_MESSAGE_END","messageId":"{id}"}}"#
+                ));
+                events.push(format!(r#"{{"type":"REASONING_END","messageId":"r{id}"}}"#));
+            }
+        }
+        texts.push((id, body));
+    }
+    events.push(support::RUN_FINISHED.to_owned());
+    (support::sse(&events), texts)
+}
+
+/// The rewriter's output for `input` pushed in `sizes`, guarded by
+/// `rules` (or not).
+fn rewritten(input: &[u8], sizes: &[usize], rules: Option<&Rules<'_>>, buffer: usize) -> Vec<u8> {
+    use agui_stream::Config;
+    use agui_stream::rewrite::{GuardLanes, Options, Rewriter};
+    let (mut frames, mut raw) = (vec![0u8; buffer], vec![0u8; buffer]);
+    let mut lanes = rules.map(GuardLanes::new);
+    let mut rewriter = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+    if let Some(lanes) = lanes.as_mut() {
+        rewriter.guard(lanes);
+    }
+    let mut out = Vec::new();
+    let mut at = 0;
+    for &n in sizes {
+        let pushed = rewriter.push(&input[at..at + n], &mut out).unwrap();
+        assert_eq!(pushed.read, n);
+        at += n;
+    }
+    rewriter.finish(&mut out).unwrap();
+    out
+}
+
+/// Each message's text in `out`, by id (its deltas decoded and joined),
+/// and the run's events, checked by the pipeline.
+fn texts_of(out: &[u8]) -> (Vec<(String, String)>, Vec<serde_json::Value>) {
+    let run = support::run(out, agui_stream::Dialect::V1, out.len().max(1));
+    assert_eq!(
+        run.result,
+        support::Verdict::Ok,
+        "{}",
+        String::from_utf8_lossy(out)
+    );
+    let events: Vec<serde_json::Value> = run
+        .events
+        .iter()
+        .map(|e| serde_json::from_str(e).unwrap())
+        .collect();
+    let mut texts: Vec<(String, String)> = Vec::new();
+    for e in &events {
+        let ty = e["type"].as_str().unwrap();
+        if ty == "TEXT_MESSAGE_START" || ty == "REASONING_MESSAGE_START" {
+            texts.push((e["messageId"].as_str().unwrap().to_owned(), String::new()));
+        }
+        if ty == "TEXT_MESSAGE_CONTENT" || ty == "REASONING_MESSAGE_CONTENT" {
+            let delta = e["delta"].as_str().unwrap();
+            assert!(!delta.is_empty(), "an empty delta");
+            let id = e["messageId"].as_str().unwrap();
+            let text = texts.iter_mut().find(|t| t.0 == id).unwrap();
+            text.1.push_str(delta);
+        }
+    }
+    (texts, events)
+}
+
+fn random_sizes(rng: &mut Rng, len: usize) -> Vec<usize> {
+    let max = [1, 7, 64, 1500, len.max(1)][rng.below(5)];
+    let mut sizes = Vec::new();
+    let mut left = len;
+    while left > 0 {
+        let n = (1 + rng.below(max)).min(left);
+        sizes.push(n);
+        left -= n;
+    }
+    sizes
+}
+
+#[test]
+fn the_rewriter_masks_each_message_as_its_whole_text_at_every_split() {
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut masked = 0;
+    for case in 0..150 {
+        let mut rules_list = rule_set(&mut rng);
+        rules_list.retain(|r| r.action != Action::Block);
+        let rules: Rules<'_> = Rules::new(&rules_list).unwrap();
+        let (input, texts) = guarded_run(&mut rng);
+        let whole = rewritten(&input, &[input.len()], Some(&rules), 4096);
+        let (got, _) = texts_of(&whole);
+        assert_eq!(got.len(), texts.len(), "case {case}");
+        for ((id, text), (got_id, got_text)) in texts.iter().zip(&got) {
+            let (want, found, _) = reference(&rules_list, text.as_bytes());
+            masked += found.len();
+            assert_eq!(id, got_id);
+            assert_eq!(got_text.as_bytes(), want, "case {case}: {rules_list:?}");
+        }
+        for _ in 0..3 {
+            let sizes = random_sizes(&mut rng, input.len());
+            let buffer = [1024, 4096, 65536][rng.below(3)];
+            assert_eq!(
+                rewritten(&input, &sizes, Some(&rules), buffer),
+                whole,
+                "case {case}: the same at every split"
+            );
+        }
+        // No rules: today's output, byte for byte.
+        let none: Rules<'_> = Rules::new(&[]).unwrap();
+        let sizes = random_sizes(&mut rng, input.len());
+        assert_eq!(
+            rewritten(&input, &sizes, Some(&none), 4096),
+            rewritten(&input, &sizes, None, 4096)
+        );
+    }
+    assert!(masked > 300, "{masked}");
+}
+
+#[test]
+fn a_block_lets_out_the_text_before_the_match_then_ends_the_run() {
+    let mut rng = Rng(0x853c_49e6_748f_ea9b);
+    let mut blocked = 0;
+    for case in 0..150 {
+        let rules_list = rule_set(&mut rng);
+        let rules: Rules<'_> = Rules::new(&rules_list).unwrap();
+        let (input, texts) = guarded_run(&mut rng);
+        let whole = rewritten(&input, &[input.len()], Some(&rules), 4096);
+        let (got, events) = texts_of(&whole);
+        // Each message as the whole text has it, up to the block.
+        let mut block = None;
+        for (i, (id, text)) in texts.iter().enumerate() {
+            let (want, _, by) = reference(&rules_list, text.as_bytes());
+            if !want.is_empty() || by.is_none() {
+                let (got_id, got_text) = &got[i];
+                assert_eq!(id, got_id, "case {case}");
+                assert_eq!(got_text.as_bytes(), want, "case {case}");
+            }
+            if by.is_some() {
+                block = by;
+                break;
+            }
+        }
+        let last = events.last().unwrap();
+        match block {
+            Some(rule) => {
+                blocked += 1;
+                assert_eq!(last["type"], "RUN_ERROR", "case {case}");
+                assert_eq!(last["code"], "AGUI_GUARDRAIL");
+                let name = rules_list[rule].name;
+                assert_eq!(
+                    last["message"],
+                    format!("the guard rule \"{name}\" blocked the run")
+                );
+                // What was open is closed: every START has its END.
+                let starts = events
+                    .iter()
+                    .filter(|e| e["type"].as_str().unwrap().ends_with("_START"))
+                    .count();
+                let ends = events
+                    .iter()
+                    .filter(|e| e["type"].as_str().unwrap().ends_with("_END"))
+                    .count();
+                assert_eq!(
+                    starts,
+                    ends,
+                    "case {case}: {}",
+                    String::from_utf8_lossy(&whole)
+                );
+            }
+            None => assert_eq!(last["type"], "RUN_FINISHED", "case {case}"),
+        }
+        let sizes = random_sizes(&mut rng, input.len());
+        assert_eq!(
+            rewritten(&input, &sizes, Some(&rules), 1024),
+            whole,
+            "case {case}"
+        );
+    }
+    assert!(blocked > 30, "{blocked}");
 }

@@ -158,6 +158,58 @@ fn is_flat(event: &Event<'_>) -> bool {
         })
 }
 
+/// [`encode`] with the value of member `key` (which `event` has) written
+/// by `value` in place of the event's own.
+pub(crate) fn encode_replacing<W: Write + ?Sized>(
+    event: &Event<'_>,
+    key: crate::protocol::event_type::Key,
+    out: &mut W,
+    mut value: impl FnMut(&mut W) -> Result<(), BufferFull>,
+) -> Result<(), BufferFull> {
+    out.write_bytes(event.event_type().framed(Framing::TypeMember))?;
+    walk::event(event, |name, node| match name {
+        Name::Key(k) if k == key => {
+            out.write_bytes(k.framed(Framing::Member))?;
+            value(out)
+        }
+        _ => write_member(false, name, node, out),
+    })?;
+    out.write_bytes(b"}")
+}
+
+/// Writes decoded text (UTF-8, or WTF-8 with lone surrogates) as the
+/// inside of a JSON string, as `JSON.stringify` does.
+pub(crate) fn write_decoded<W: Write + ?Sized>(text: &[u8], out: &mut W) -> Result<(), BufferFull> {
+    let plain = text.iter().all(|&b| b >= 0x20 && b != b'"' && b != b'\\');
+    if plain && core::str::from_utf8(text).is_ok() {
+        return out.write_bytes(text);
+    }
+    let mut rest = text;
+    while let Some((&lead, tail)) = rest.split_first() {
+        let len: usize = match lead {
+            0..0x80 => 1,
+            0xC0..0xE0 => 2,
+            0xE0..0xF0 => 3,
+            _ => 4,
+        };
+        let mut c = match len {
+            1 => u32::from(lead),
+            2 => u32::from(lead & 0x1F),
+            3 => u32::from(lead & 0x0F),
+            _ => u32::from(lead & 0x07),
+        };
+        let (more, after) = tail
+            .split_at_checked(len.saturating_sub(1))
+            .unwrap_or((tail, &[]));
+        for &b in more {
+            c = (c << 6) | u32::from(b & 0x3F);
+        }
+        write_char(c, out)?;
+        rest = after;
+    }
+    Ok(())
+}
+
 /// Writes a string, number, boolean or null as the walk does.
 #[inline]
 fn write_scalar<W: Write + ?Sized>(v: RawJson<'_>, out: &mut W) -> Result<(), BufferFull> {

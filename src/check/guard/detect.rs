@@ -226,6 +226,18 @@ impl Detector {
         }
     }
 
+    /// The fewest bytes a match can have.
+    pub(super) const fn min_len(self) -> usize {
+        match self {
+            Detector::Email => "a@b.cd".len(),
+            Detector::CreditCard => 13,
+            Detector::UsSsn => US_SSN.max_len(),
+            Detector::AwsAccessKeyId => AWS_ACCESS_KEY_ID.max_len(),
+            Detector::GithubToken => GITHUB_TOKEN.max_len(),
+            Detector::SlackToken => 15,
+        }
+    }
+
     /// Whether a match can start with `b`.
     pub(super) fn starts(self, b: u8) -> bool {
         let seq = |s: &Seq| s.head.first().is_some_and(|class| class(b));

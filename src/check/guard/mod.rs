@@ -190,6 +190,14 @@ impl<'r> Rule<'r> {
         self
     }
 
+    /// The fewest bytes a match can have.
+    pub const fn min_len(&self) -> usize {
+        match self.pattern {
+            Pattern::Literal { text, .. } => text.len(),
+            Pattern::Builtin(d) => d.min_len(),
+        }
+    }
+
     /// The most bytes a match can have.
     pub const fn max_len(&self) -> usize {
         match self.pattern {
@@ -244,6 +252,7 @@ pub struct Rules<'r, const N: usize = DEFAULT_RULES> {
     /// Bit `b` set: some rule's match can start with byte `b`.
     starts: [u64; 4],
     max_len: usize,
+    expansion: usize,
 }
 
 impl<'r, const N: usize> Rules<'r, N> {
@@ -258,6 +267,7 @@ impl<'r, const N: usize> Rules<'r, N> {
             rules: heapless::Vec::new(),
             starts: [0; 4],
             max_len: 0,
+            expansion: 1,
         };
         for (i, rule) in rules.iter().enumerate() {
             let index = u32::try_from(i).unwrap_or(u32::MAX);
@@ -276,6 +286,11 @@ impl<'r, const N: usize> Rules<'r, N> {
                     capacity: u32::try_from(N).unwrap_or(u32::MAX),
                 })?;
             compiled.max_len = compiled.max_len.max(rule.max_len());
+            if rule.action == Action::Mask {
+                // A replacement escaped takes at most 6 bytes a byte.
+                let out = rule.replacement.len().saturating_mul(6);
+                compiled.expansion = compiled.expansion.max(out.div_ceil(rule.min_len()));
+            }
             for b in 0..=u8::MAX {
                 let starts = match rule.pattern {
                     Pattern::Literal { text, ignore_case } => text
@@ -299,6 +314,12 @@ impl<'r, const N: usize> Rules<'r, N> {
     /// The longest match any rule can have (0 without rules).
     pub const fn max_len(&self) -> usize {
         self.max_len
+    }
+
+    /// The most bytes of JSON text a masked match can become, per byte of
+    /// its text (at least 1).
+    pub const fn expansion(&self) -> usize {
+        self.expansion
     }
 
     /// Whether some rule's match can start with `b`.

@@ -5,6 +5,7 @@
 //! [`Options::max_event_bytes`](super::Options::max_event_bytes): take the
 //! blocks that fit, wait for room, or end a block too large.
 
+use crate::check::guard::MAX_MATCH;
 use crate::output::encode::Write;
 use crate::pipeline::{LANE_BYTES, LANES};
 
@@ -31,8 +32,10 @@ enum Admit {
     /// The first block needs more room than the writer has, and nothing
     /// was read yet.
     Full { needed: usize },
-    /// The first block is larger than the limit (at least `len` bytes).
-    TooLarge { len: usize },
+    /// The first block is larger than the limit (at least `len` bytes), or
+    /// outgrows the raw buffer while guard rules are on (`unguarded`: its
+    /// text cannot go out ahead of the rules).
+    TooLarge { len: usize, unguarded: bool },
 }
 
 /// Why admission stopped short of a push's end.
@@ -154,7 +157,20 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         } else {
             0
         };
+        // With guard rules, a byte of text may become several (a masked
+        // match), and a block may let out text held back before it.
+        let (expansion, held) = match self.guard.is_off() {
+            true => (1, 0),
+            false => (
+                self.guard.expansion(),
+                MAX_MATCH
+                    .saturating_mul(6)
+                    .saturating_add(CLOSE_EVENT_BYTES),
+            ),
+        };
         len.saturating_mul(3)
+            .saturating_mul(expansion)
+            .saturating_add(held.saturating_mul(expansion))
             .saturating_add(FRAME_SLACK)
             .saturating_add(close)
     }
@@ -229,8 +245,8 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                     (end, stop)
                 }
                 Admit::Full { needed } => return Err(RewriteError::OutputFull { needed }),
-                Admit::TooLarge { len } => {
-                    return self.too_large(len, out).map(|()| Pushed {
+                Admit::TooLarge { len, unguarded } => {
+                    return self.too_large(len, unguarded, out).map(|()| Pushed {
                         read: input.len(),
                         ended: true,
                         held: false,
@@ -278,7 +294,10 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                     scan = before;
                     break;
                 }
-                return Admit::TooLarge { len };
+                return Admit::TooLarge {
+                    len,
+                    unguarded: false,
+                };
             }
             if found.is_none() && len > self.spool.capacity() && self.holding() {
                 if end > pos {
@@ -301,6 +320,16 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
                     end: end.saturating_add(fits),
                     scan,
                     stop: Some(Stop::Held),
+                };
+            }
+            if found.is_none() && len > self.spool.capacity() && !self.guard.is_off() {
+                if end > pos {
+                    scan = before;
+                    break;
+                }
+                return Admit::TooLarge {
+                    len,
+                    unguarded: true,
                 };
             }
             // The room this block needs: a block that completes, or one

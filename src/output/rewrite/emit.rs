@@ -3,8 +3,9 @@
 //! re-lining where the reference client needs it, and a byte order mark
 //! is never forwarded where it would read as one.
 
-use crate::output::encode::{BufferFull, Write, encode};
+use crate::output::encode::{BufferFull, Write, encode, encode_replacing};
 use crate::pipeline::FrameInfo;
+use crate::protocol::event_type::Key;
 use crate::view::event::Event;
 
 use super::forward::Forward;
@@ -236,6 +237,32 @@ impl<'a, W: Write + ?Sized> Emitter<'a, W> {
     }
 }
 
+impl<W: Write + ?Sized> Emitter<'_, W> {
+    /// Writes `event` with the encoder, its member `key`'s value written
+    /// by `value`, as `data: {json}`.
+    pub(super) fn encoded_with(
+        &mut self,
+        event: &Event<'_>,
+        key: Key,
+        mut value: impl FnMut(&mut dyn Write) -> Result<(), BufferFull>,
+    ) {
+        self.flush();
+        let mut out = Counted {
+            out: &mut *self.out,
+            bytes: &mut self.bytes_out,
+        };
+        let written = out
+            .write_bytes(b"data: ")
+            .and_then(|()| {
+                encode_replacing(event, key, &mut out, |out: &mut Counted<'_, W>| value(out))
+            })
+            .and_then(|()| out.write_bytes(b"\n\n"));
+        if written.is_err() {
+            self.failed = true;
+        }
+    }
+}
+
 /// A UTF-8 byte order mark.
 pub(super) const BOM: &[u8] = b"\xEF\xBB\xBF";
 
@@ -274,6 +301,7 @@ impl<W: Write + ?Sized> Forward<'_, W> {
         let passthrough = !self.options.canonical
             && !self.options.drop_raw
             && self.filter.is_empty()
+            && self.guard.is_off()
             && crate::testing::fast_paths();
         if !(passthrough
             && info.original

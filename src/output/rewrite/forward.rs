@@ -10,6 +10,7 @@ use crate::pipeline::FrameInfo;
 
 use super::emit::{BOM, Emitter};
 use super::filter::Tools;
+use super::guard::Guard;
 use super::relines;
 use super::repair::Stop;
 use super::spool::{CUT, Marks};
@@ -36,33 +37,14 @@ pub(super) struct Forward<'a, W: ?Sized> {
     pub(super) stats: &'a mut Stats,
     pub(super) options: Options,
     pub(super) filter: Tools<'a>,
+    /// The guard's rules and lanes ([`Rewriter::guard`](super::Rewriter::guard)).
+    pub(super) guard: Guard<'a>,
     /// Set when the stop policy stops: nothing more is written.
     pub(super) stop: &'a mut Stop,
     pub(super) frame: Current,
 }
 
 impl<'a, W: Write + ?Sized> Forward<'a, W> {
-    pub(super) fn new(
-        emit: Emitter<'a, W>,
-        marks: &'a mut Marks,
-        head: &'a [u8],
-        stats: &'a mut Stats,
-        options: Options,
-        filter: Tools<'a>,
-        stop: &'a mut Stop,
-    ) -> Self {
-        Forward {
-            emit,
-            marks,
-            head,
-            stats,
-            options,
-            filter,
-            stop,
-            frame: Current::default(),
-        }
-    }
-
     /// Writes what is pending and counts the bytes written; returns
     /// whether the writer failed.
     pub(super) fn end(mut self) -> bool {

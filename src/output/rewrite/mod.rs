@@ -51,6 +51,7 @@ mod emit;
 mod error;
 mod filter;
 mod forward;
+mod guard;
 mod options;
 mod relines;
 mod repair;
@@ -64,6 +65,7 @@ mod tests;
 
 pub use error::{Pushed, RewriteError};
 pub use filter::{DENIED_CALL_ID_BYTES, DENIED_CALLS, DENIED_TOOL_BYTES, DENIED_TOOLS, ToolTables};
+pub use guard::{GUARD_ID_BYTES, GUARD_LANES, GUARDRAIL_CODE, GuardLanes, RuleCounts};
 pub use options::{OnViolation, Options};
 pub use request::{Refusal, RequestRewriter, RequestStats};
 pub use stats::Stats;
@@ -104,6 +106,8 @@ pub struct Rewriter<
     state: State,
     /// The tool tables borrowed ([`Rewriter::deny_tools`]).
     filter: Tools<'b>,
+    /// The guard's rules and lanes borrowed ([`Rewriter::guard`]).
+    guard: guard::Lent<'b>,
     /// [`Rewriter::let_ahead`] was called where the stream was at this
     /// offset less one (0: it was not): the block in flight then may go
     /// out ahead of its verdict.
@@ -155,6 +159,7 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             stats: Stats::default(),
             state: State::Open,
             filter: Tools(None),
+            guard: guard::Lent(None),
             ahead_from: 0,
         }
     }
@@ -167,6 +172,41 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
     /// and their 1,832 bytes are not part of its state.
     pub fn deny_tools(&mut self, tables: &'b mut ToolTables) {
         self.filter = Tools(Some(tables));
+    }
+
+    /// Guards the text of every text message, reasoning message and V0
+    /// thinking message with `rules`, each message a lane of its own in
+    /// `lanes`, which hold the rules (see [`guard`](crate::guard)): a match is masked, counted,
+    /// or ends the run with `RUN_ERROR` code [`GUARDRAIL_CODE`] after
+    /// closing what is open. A rewriter without rules holds no lanes, and
+    /// its output is what it was.
+    ///
+    /// ```
+    /// use agui_stream::{Config, guard::{Action, Detector, Rule, Rules}};
+    /// use agui_stream::rewrite::{GuardLanes, Options, Rewriter};
+    /// let rules: Rules<'_> = Rules::new(&[Rule::builtin(Detector::Email, Action::Mask)]).unwrap();
+    /// let mut lanes = GuardLanes::new(&rules);
+    /// let (mut frames, mut raw) = ([0u8; 1024], [0u8; 1024]);
+    /// let mut rewriter = Rewriter::new(&mut frames, &mut raw, Config::new(), Options::new());
+    /// rewriter.guard(&mut lanes);
+    /// let mut out = Vec::new();
+    /// rewriter.push(b"data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n\
+    ///     data: {\"type\":\"TEXT_MESSAGE_CHUNK\",\"messageId\":\"m\",\"delta\":\"mail ada@exa\"}\n\n\
+    ///     data: {\"type\":\"TEXT_MESSAGE_CHUNK\",\"messageId\":\"m\",\"delta\":\"mple.org!\"}\n\n\
+    ///     data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n", &mut out)?;
+    /// let out = String::from_utf8(out).unwrap();
+    /// assert!(out.contains("\"delta\":\"mail \"}"));
+    /// assert!(out.contains("\"delta\":\"[REDACTED]!\"}"));
+    /// assert!(!out.contains("ada@"));
+    /// # Ok::<(), agui_stream::rewrite::RewriteError>(())
+    /// ```
+    pub fn guard(&mut self, lanes: &'b mut GuardLanes<'b>) {
+        self.guard = guard::Lent(Some(lanes));
+    }
+
+    /// The guard's lanes and counts, if it has rules.
+    pub fn guard_lanes(&self) -> Option<&GuardLanes<'b>> {
+        self.guard.0.as_deref()
     }
 
     /// Ends the rewriter and gives its frame and raw buffers back, for the
@@ -598,15 +638,17 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             &mut self.lines,
             self.stats.bytes_out,
         );
-        let mut sink = Forward::new(
+        let mut sink = Forward {
             emit,
             marks,
             head,
-            &mut self.stats,
-            self.options,
-            self.filter.reborrow(),
+            stats: &mut self.stats,
+            options: self.options,
+            filter: self.filter.reborrow(),
+            guard: self.guard.reborrow(),
             stop,
-        );
+            frame: Default::default(),
+        };
         let result = f(&mut self.pipeline, &mut sink);
         let failed = sink.end();
         self.spool.settle();

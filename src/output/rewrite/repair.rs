@@ -18,6 +18,7 @@ use crate::view::event::Event;
 use crate::view::json::RawJson;
 
 use super::emit::Counted;
+use super::guard::GUARDRAIL_CODE;
 use super::{RewriteError, Rewriter, State, count_in};
 
 /// The most a repair `RUN_ERROR` takes (its message is cut to fit).
@@ -214,9 +215,12 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
 
     /// A block of `len` bytes (or more) exceeds the limit: the run ends
     /// with `AGUI_EVENT_TOO_LARGE`, and the rest of the input is ignored.
+    /// `unguarded`: it outgrew the raw buffer with guard rules on, which
+    /// cannot let its text go ahead of them: `AGUI_STREAM_CAPACITY`.
     pub(super) fn too_large<W: Write + ?Sized>(
         &mut self,
         len: usize,
+        unguarded: bool,
         out: &mut W,
     ) -> Result<(), RewriteError> {
         let needed = self.frame_bound(0);
@@ -224,10 +228,16 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             return Err(RewriteError::OutputFull { needed });
         }
         self.state = State::Ended;
-        self.stats.too_large = self.stats.too_large.saturating_add(1);
-        let max = self.options.max_event_bytes;
         let mut run_error = RunError::new();
-        run_error.set("AGUI_EVENT_TOO_LARGE", &Limit { len, max });
+        if unguarded {
+            self.stats.cut = self.stats.cut.saturating_add(1);
+            let message = "an event larger than the raw buffer cannot be guarded";
+            run_error.set("AGUI_STREAM_CAPACITY", &message);
+        } else {
+            self.stats.too_large = self.stats.too_large.saturating_add(1);
+            let max = self.options.max_event_bytes;
+            run_error.set("AGUI_EVENT_TOO_LARGE", &Limit { len, max });
+        }
         self.end_run(out, &run_error)
     }
 
@@ -259,7 +269,9 @@ impl<const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
             }
             Ok::<(), BufferFull>(())
         };
-        if self.options.close_open {
+        // A run a guard rule blocked closes what is open whatever the
+        // option says.
+        if self.options.close_open || run_error.code == GUARDRAIL_CODE {
             let mut buf = [0u8; CLOSE_JSON_BYTES];
             for closing in open.closing_events() {
                 // A call to a denied tool was never forwarded: nor is its END.

@@ -176,6 +176,19 @@ impl<W: Write + ?Sized> Forward<'_, W> {
                 }
             }
         }
+        if !self.guard.is_off() {
+            let mut event = *event;
+            let strip = self.options.drop_raw && event.get(Key::RawEvent).is_some();
+            if strip {
+                event.set(Key::RawEvent, None);
+            }
+            if let Some(flow) = self.guarded(&event, frame) {
+                if strip {
+                    self.stats.raw_dropped = self.stats.raw_dropped.saturating_add(1);
+                }
+                return flow;
+            }
+        }
         if self.options.drop_raw {
             if event.event_type() == EventType::Raw {
                 self.stats.raw_dropped = self.stats.raw_dropped.saturating_add(1);
