@@ -104,7 +104,9 @@ const USAGE: &str = "http_proxy --listen ADDR --upstream http://HOST:PORT [OPTIO
   --upstream http://HOST:PORT   where requests go (HTTP/1.1, plain http)
   --passthrough                 no agui-stream: event streams forwarded as they
                                 arrive (same headers, no rewriting, no
-                                keep-alives), requests not checked; a baseline";
+                                keep-alives), requests not checked; a baseline
+  --config FILE                 the gateway's JSON configuration (docs/gateway.md;
+                                the flags below override it)";
 
 /// The usage, with the gateway's flags.
 fn usage() -> String {
@@ -131,6 +133,8 @@ struct Args {
     gateway: frontend::Gateway,
     /// `--passthrough`: no rewriter, no request check.
     passthrough: bool,
+    /// The guard rules (`guard` in `--config`), compiled once.
+    rules: Option<&'static agui_stream::guard::Rules<'static>>,
 }
 
 fn parse_args() -> Result<Option<Args>, lexopt::Error> {
@@ -139,12 +143,14 @@ fn parse_args() -> Result<Option<Args>, lexopt::Error> {
     let (mut listen, mut upstream) = (None, None);
     let mut gateway = frontend::Gateway::default();
     let mut passthrough = false;
+    let (mut config, mut flags) = (None, Vec::new());
     while let Some(arg) = parser.next()? {
         match arg {
             Long("help") | Short('h') => return Ok(None),
             Long("listen") => listen = Some(parser.value()?.parse::<SocketAddr>()?),
             Long("upstream") => upstream = Some(parser.value()?.string()?),
             Long("passthrough") => passthrough = true,
+            Long("config") => config = Some(parser.value()?.string()?),
             Long(name) if frontend::Gateway::flag(name).is_some() => {
                 let name = name.to_owned();
                 let takes_value = frontend::Gateway::flag(&name).is_some_and(|f| f.value.is_some());
@@ -153,13 +159,33 @@ fn parse_args() -> Result<Option<Args>, lexopt::Error> {
                 } else {
                     None
                 };
-                gateway
-                    .set(&name, value.as_deref())
-                    .map_err(|e| format!("--{name}: {e}"))?;
+                flags.push((name, value));
             }
             arg => return Err(arg.unexpected()),
         }
     }
+    // The configuration file first, then the flags over it.
+    if let Some(path) = config {
+        let json = std::fs::read(&path).map_err(|e| format!("--config {path}: {e}"))?;
+        gateway =
+            frontend::Gateway::from_json(&json).map_err(|e| format!("--config {path}: {e}"))?;
+    }
+    for (name, value) in flags {
+        gateway
+            .set(&name, value.as_deref())
+            .map_err(|e| format!("--{name}: {e}"))?;
+    }
+    // Compiled once, over a copy of the configuration that lives as long
+    // as the process (`from_json` checked that they compile).
+    let rules = match gateway.guard.is_on() {
+        false => None,
+        true => {
+            let config: &'static frontend::Gateway = Box::leak(Box::new(gateway.clone()));
+            let list = config.guard.rules().map_err(|e| format!("guard: {e}"))?;
+            let rules = agui_stream::guard::Rules::new(&list).map_err(|e| format!("guard: {e}"))?;
+            Some(&*Box::leak(Box::new(rules)))
+        }
+    };
     let listen = listen.ok_or("missing --listen ADDR")?;
     let upstream = upstream.ok_or("missing --upstream http://HOST:PORT")?;
     let uri: Uri = upstream
@@ -183,6 +209,7 @@ fn parse_args() -> Result<Option<Args>, lexopt::Error> {
         upstream,
         gateway,
         passthrough,
+        rules,
     }))
 }
 
@@ -445,7 +472,7 @@ async fn handle(
     let rewriter = if proxy.args.passthrough {
         None
     } else {
-        match new_rewriter(&proxy.args.gateway) {
+        match new_rewriter(&proxy.args.gateway, proxy.args.rules) {
             Ok(rewriter) => Some(rewriter),
             Err(e) => {
                 // (The names were checked when they were set.)
@@ -902,13 +929,7 @@ impl EventStream {
     fn log(&mut self) {
         match self.rewriter.take() {
             Some(rewriter) => {
-                log_stats(
-                    &self.path,
-                    self.n,
-                    rewriter.stats(),
-                    &self.outcome,
-                    self.started,
-                );
+                log_stats(&self.path, self.n, &rewriter, &self.outcome, self.started);
                 pool::give_back_parts(*rewriter);
             }
             None => {
@@ -1024,19 +1045,29 @@ impl Drop for EventStream {
 /// tools are denied (both from the pool), boxed: its state (5 KB) is
 /// allocated once and never copied, and an `EventStream` without one
 /// (`--passthrough`) is not the larger for it.
-fn new_rewriter(gateway: &frontend::Gateway) -> Result<Box<rewrite::Rewriter<'static>>, String> {
+fn new_rewriter(
+    gateway: &frontend::Gateway,
+    rules: Option<&'static agui_stream::guard::Rules<'static>>,
+) -> Result<Box<rewrite::Rewriter<'static>>, String> {
     let tables = gateway.denies_tools().then(pool::take_tables);
-    gateway
+    let mut rewriter = gateway
         .rewriter(&mut [], &mut [], tables)
         .map(Box::new)
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())?;
+    if let Some(rules) = rules {
+        rewriter.guard(pool::take_lanes(rules));
+    }
+    Ok(rewriter)
 }
 
 /// One JSON line on stderr: `agui gateway`'s fields, then the response's.
-fn log_stats(path: &str, n: u64, s: &rewrite::Stats, o: &Outcome, started: Instant) {
+fn log_stats(path: &str, n: u64, r: &rewrite::Rewriter<'_>, o: &Outcome, started: Instant) {
     // Milliseconds, to the microsecond.
     let ms = |d: Duration| d.as_micros() as f64 / 1e3;
-    let mut line = frontend::StatsLine::new(s);
+    let mut line = frontend::StatsLine::new(r.stats());
+    if let Some(lanes) = r.guard_lanes() {
+        line.field("guard", &frontend::GuardCounts(lanes));
+    }
     line.field("error", &o.error)
         .field("path", path)
         .field("upstream_error", &o.upstream_error)

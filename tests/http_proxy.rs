@@ -1822,3 +1822,71 @@ fn the_request_policy() {
         assert_eq!(status, 200, "elsewhere: unchecked");
     });
 }
+
+/// Guard rules from `--config`: each stream masked as `agui gateway`
+/// masks it with the same file (a literal spread over three deltas of
+/// the real captures), the rules' counts in the stats line.
+#[test]
+fn guard_rules_from_the_config_file_mask_the_text() {
+    let f = fixture();
+    let tmp = TempDir::new("guard");
+    let config = tmp.0.join("guard.json");
+    std::fs::write(
+        &config,
+        r#"{"guard": {"rules": [
+            {"literal": "°c in Zü", "ignore_case": true, "action": "mask", "replacement": "[TEMP]", "name": "temperature"},
+            {"builtin": "email", "action": "mask"}]}}"#,
+    )
+    .expect("config");
+    let config = config.to_string_lossy().into_owned();
+    let flags: &[&str] = &["--config", &config];
+    let proxy = f.proxy(flags, &tmp);
+    let reals: Vec<String> = real_captures(&f.corpus)
+        .iter()
+        .map(|p| p.file_name().expect("name").to_string_lossy().into_owned())
+        .collect();
+    block_on(async {
+        for name in &f.names() {
+            let want = f.gateway(flags, &f.file(name));
+            let got = request(proxy.addr, "GET", &format!("/s/{name}?t=guard"), b"").await;
+            assert_rewritten(name, &got, &want);
+            let body = String::from_utf8_lossy(&got.body);
+            if reals.contains(name) && f.gateway(&[], &f.file(name)) != want {
+                assert!(body.contains("[TEMP]"), "{name}: {body}");
+            }
+            // The messages' text (tool results and snapshots are not
+            // guarded yet).
+            let text: String = body
+                .lines()
+                .filter_map(|l| l.strip_prefix("data: "))
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+                .map(|e| e["delta"].as_str().unwrap_or_default().to_owned())
+                .collect();
+            assert!(!text.contains("°C in Zü"), "{name}: {text}");
+        }
+    });
+    let masked = reals
+        .iter()
+        .filter(|n| f.gateway(flags, &f.file(n)) != f.gateway(&[], &f.file(n)))
+        .count();
+    assert!(
+        masked >= 2,
+        "{masked} of {} real captures masked",
+        reals.len()
+    );
+    let log = proxy
+        .log_when(|l| l.iter().filter(|l| l.contains("\"rewritten\":")).count() >= f.names().len());
+    let counted: u64 = log
+        .iter()
+        .filter(|l| l.contains("\"rewritten\":"))
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("a JSON line");
+            let guard = v["guard"].as_array().expect("guard counts").clone();
+            assert_eq!(guard[0]["rule"], "temperature", "{l}");
+            assert_eq!(guard[1]["rule"], "email", "{l}");
+            guard[0]["masked"].as_u64().expect("a count")
+        })
+        .sum();
+    assert!(counted >= masked as u64, "{counted}");
+}

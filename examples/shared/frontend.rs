@@ -31,8 +31,15 @@
 //!  "deterministic_ids": false, "buffer": 65536, "buffer_budget": 67108864,
 //!  "hold_bytes": 16777216, "keepalive_ms": 15000,
 //!  "request_identity": true, "log_streams": true,
-//!  "check_requests": true, "max_request_bytes": 16777216, "request_path": ""}
+//!  "check_requests": true, "max_request_bytes": 16777216, "request_path": "",
+//!  "guard": {"rules": [{"builtin": "email", "action": "mask"},
+//!                      {"literal": "Project Falcon", "ignore_case": true, "action": "block"}]}}
 //! ```
+//!
+//! `guard`: content rules over the text of every message (docs/guardrails.md),
+//! at most [`GUARD_RULES`]; each a `literal` (with `ignore_case`) or a
+//! `builtin` detector, an `action` (`mask`, `block`, `monitor`), and
+//! optionally a `name` and a `replacement` (default `[REDACTED]`).
 //!
 //! The request side ([`Gateway::is_agent_request`]): an agent request — a
 //! POST whose `accept` names `text/event-stream`, as `HttpAgent` sends it,
@@ -51,6 +58,7 @@
 use core::fmt;
 
 use agui_stream::Minting;
+use agui_stream::guard::{self, Action, Detector, Rule, Rules, RulesError};
 use agui_stream::rewrite::{
     self, OnViolation, Refusal, RequestRewriter, RequestStats, RewriteError, Rewriter, Stats,
     ToolTables,
@@ -131,6 +139,8 @@ pub struct Gateway {
     /// `--request-path PREFIX`: agent requests are POSTs whose path starts
     /// with it (empty: POSTs that accept `text/event-stream`).
     pub request_path: RequestPath,
+    /// `guard`: content rules (JSON only).
+    pub guard: GuardConfig,
 }
 
 /// Bytes of `request_path` at most.
@@ -160,6 +170,7 @@ impl Default for Gateway {
             check_requests: true,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             request_path: RequestPath::default(),
+            guard: GuardConfig::default(),
         }
     }
 }
@@ -285,6 +296,10 @@ pub enum ConfigError {
     RequestPath,
     /// The JSON configuration does not read.
     Json(serde_json_core::de::Error),
+    /// A guard rule names no pattern or two, or an unknown detector.
+    GuardRule(usize),
+    /// The guard rules do not compile.
+    Guard(RulesError),
 }
 
 impl fmt::Display for ConfigError {
@@ -306,6 +321,12 @@ impl fmt::Display for ConfigError {
                 write!(f, "a request path over {REQUEST_PATH_BYTES} bytes")
             }
             ConfigError::Json(e) => write!(f, "{e}"),
+            ConfigError::GuardRule(i) => write!(
+                f,
+                "guard rule {i}: give a literal or a builtin detector (one of {})",
+                DETECTOR_NAMES
+            ),
+            ConfigError::Guard(e) => write!(f, "{e}"),
         }
     }
 }
@@ -382,11 +403,12 @@ impl Gateway {
         if json.iter().all(u8::is_ascii_whitespace) {
             return Ok(Gateway::default());
         }
-        // Room to unescape one string (a tool name at most this long).
-        let mut unescaped = [0u8; DENIED_NAME_BYTES];
+        // Room to unescape one string (a tool name, a literal).
+        let mut unescaped = [0u8; guard::MAX_MATCH];
         let (gateway, _) = serde_json_core::from_slice_escaped::<Gateway>(json, &mut unescaped)
             .map_err(ConfigError::Json)?;
         gateway.check_buffer()?;
+        gateway.guard.rules()?;
         Ok(gateway)
     }
 
@@ -629,6 +651,184 @@ impl<'de> Deserialize<'de> for Name {
             }
         }
         d.deserialize_str(Visit)
+    }
+}
+
+// ------------------------------------------------------------------ guard
+
+/// Guard rules a configuration holds.
+pub const GUARD_RULES: usize = 16;
+/// The longest rule name or replacement.
+pub const GUARD_TEXT: usize = 64;
+/// The built-in detectors' names, for messages.
+const DETECTOR_NAMES: &str =
+    "email, credit_card, us_ssn, aws_access_key_id, github_token, slack_token";
+
+/// `guard`: the content rules.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuardConfig {
+    pub rules: GuardRules,
+}
+
+/// `guard.rules`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GuardRules(heapless::Vec<GuardRule, GUARD_RULES>);
+
+impl<'de> Deserialize<'de> for GuardRules {
+    /// From an array of rules.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = GuardRules;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "an array of at most {GUARD_RULES} rules")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<GuardRules, A::Error> {
+                let mut rules = heapless::Vec::new();
+                while let Some(rule) = seq.next_element::<GuardRule>()? {
+                    rules
+                        .push(rule)
+                        .map_err(|_| serde::de::Error::invalid_length(GUARD_RULES + 1, &self))?;
+                }
+                Ok(GuardRules(rules))
+            }
+        }
+        d.deserialize_seq(Visit)
+    }
+}
+
+/// One rule as configured.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuardRule {
+    #[serde(default)]
+    pub literal: Option<Text<{ guard::MAX_MATCH }>>,
+    #[serde(default)]
+    pub ignore_case: bool,
+    #[serde(default)]
+    pub builtin: Option<Text<32>>,
+    pub action: GuardAction,
+    #[serde(default)]
+    pub name: Option<Text<GUARD_TEXT>>,
+    #[serde(default)]
+    pub replacement: Option<Text<GUARD_TEXT>>,
+}
+
+/// A rule's `action`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GuardAction {
+    Mask,
+    Block,
+    Monitor,
+}
+
+impl GuardConfig {
+    /// Whether there are rules: a rewriter then needs guard lanes.
+    pub fn is_on(&self) -> bool {
+        !self.rules.0.is_empty()
+    }
+
+    /// The rules, over this configuration's strings.
+    ///
+    /// # Errors
+    ///
+    /// A rule with no pattern or two, an unknown detector, or rules that
+    /// do not compile.
+    pub fn rules(&self) -> Result<heapless::Vec<Rule<'_>, GUARD_RULES>, ConfigError> {
+        let mut rules = heapless::Vec::new();
+        for (i, r) in self.rules.0.iter().enumerate() {
+            let action = match r.action {
+                GuardAction::Mask => Action::Mask,
+                GuardAction::Block => Action::Block,
+                GuardAction::Monitor => Action::Monitor,
+            };
+            let mut rule = match (&r.literal, &r.builtin) {
+                (Some(text), None) => {
+                    let rule = Rule::literal(text.as_str(), action);
+                    if r.ignore_case {
+                        rule.ignore_case()
+                    } else {
+                        rule
+                    }
+                }
+                (None, Some(name)) => match Detector::from_name(name.as_str()) {
+                    Some(d) => Rule::builtin(d, action),
+                    None => return Err(ConfigError::GuardRule(i)),
+                },
+                _ => return Err(ConfigError::GuardRule(i)),
+            };
+            if let Some(name) = &r.name {
+                rule = rule.named(name.as_str());
+            }
+            if let Some(replacement) = &r.replacement {
+                rule = rule.replacement(replacement.as_str());
+            }
+            // (Never full: as many as the configuration holds.)
+            let _ = rules.push(rule);
+        }
+        Rules::<'_, { guard::DEFAULT_RULES }>::new(&rules).map_err(ConfigError::Guard)?;
+        Ok(rules)
+    }
+}
+
+/// What each guard rule did in a stream, for the stats line:
+/// `[{"rule":"email","matched":2,"masked":2,"blocked":0}, …]`.
+pub struct GuardCounts<'a>(pub &'a rewrite::GuardLanes<'a>);
+
+impl serde::Serialize for GuardCounts<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeSeq, SerializeStruct};
+        struct One<'a>(&'a str, &'a rewrite::RuleCounts);
+        impl serde::Serialize for One<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut o = s.serialize_struct("RuleCounts", 4)?;
+                o.serialize_field("rule", self.0)?;
+                o.serialize_field("matched", &self.1.matched)?;
+                o.serialize_field("masked", &self.1.masked)?;
+                o.serialize_field("blocked", &self.1.blocked)?;
+                o.end()
+            }
+        }
+        let rules = self.0.rules().rules();
+        let mut seq = s.serialize_seq(Some(rules.len()))?;
+        for (rule, counts) in rules.iter().zip(self.0.counts()) {
+            seq.serialize_element(&One(rule.name, counts))?;
+        }
+        seq.end()
+    }
+}
+
+/// A string, copied.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Text<const N: usize>(heapless::String<N>);
+
+impl<const N: usize> Text<N> {
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+impl<'de, const N: usize> Deserialize<'de> for Text<N> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<const N: usize>;
+        impl<const N: usize> serde::de::Visitor<'_> for Visit<N> {
+            type Value = Text<N>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "a string of at most {N} bytes")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Text<N>, E> {
+                let mut text = heapless::String::new();
+                text.push_str(v)
+                    .map_err(|_| E::invalid_length(v.len(), &self))?;
+                Ok(Text(text))
+            }
+        }
+        d.deserialize_str(Visit::<N>)
     }
 }
 

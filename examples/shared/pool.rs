@@ -47,7 +47,8 @@
 
 use std::cell::RefCell;
 
-use agui_stream::rewrite::{Rewriter, ToolTables};
+use agui_stream::guard::Rules;
+use agui_stream::rewrite::{GuardLanes, Rewriter, ToolTables};
 
 /// A frame buffer and a raw buffer.
 pub type Pair = (&'static mut [u8], &'static mut [u8]);
@@ -65,6 +66,8 @@ struct Pool {
 }
 
 thread_local! {
+    /// Guard lanes no stream holds.
+    static LANES: RefCell<Vec<&'static mut GuardLanes<'static>>> = const { RefCell::new(Vec::new()) };
     /// Tool tables no stream holds.
     static TABLES: RefCell<Vec<&'static mut ToolTables>> = const { RefCell::new(Vec::new()) };
     static POOL: RefCell<Pool> = const {
@@ -73,6 +76,18 @@ thread_local! {
             allocated: 0,
         })
     };
+}
+
+/// Guard lanes for `rules`, none open: idle ones, or new ones (about
+/// 4 KB). Only a stream with guard rules takes them.
+pub fn take_lanes(rules: &'static Rules<'static>) -> &'static mut GuardLanes<'static> {
+    match LANES.with_borrow_mut(Vec::pop) {
+        Some(lanes) => {
+            *lanes = GuardLanes::new(rules);
+            lanes
+        }
+        None => Box::leak(Box::new(GuardLanes::new(rules))),
+    }
 }
 
 /// A pair of `size`-byte buffers: idle ones, or new ones if this thread's
@@ -243,7 +258,10 @@ pub fn give_back_tables(tables: &'static mut ToolTables) {
 }
 
 /// Gives back what a finished rewriter held: its pair and its tool tables.
-pub fn give_back_parts(rewriter: Rewriter<'static>) {
+pub fn give_back_parts(mut rewriter: Rewriter<'static>) {
+    if let Some(lanes) = rewriter.take_guard() {
+        LANES.with_borrow_mut(|idle| idle.push(lanes));
+    }
     let (frames, raw, tables) = rewriter.into_parts();
     give_back((frames, raw));
     if let Some(tables) = tables {

@@ -168,6 +168,13 @@ fn help(cmd: &str) -> String {
         };
         line(&mut text, name, help);
     }
+    if gateway || cmd == "input" {
+        line(
+            &mut text,
+            "--config FILE".into(),
+            "the gateway's JSON configuration (docs/gateway.md; flags override it)",
+        );
+    }
     line(
         &mut text,
         "--chunk N".into(),
@@ -416,6 +423,8 @@ fn parse_args() -> Result<Parsed, lexopt::Error> {
         exit_zero: false,
         strict_end: false,
     };
+    let mut config = None;
+    let mut flags = Vec::new();
     while let Some(arg) = parser.next()? {
         match arg {
             Long("help") | Short('h') => return Ok(Parsed::Help(help(&cmd))),
@@ -427,6 +436,9 @@ fn parse_args() -> Result<Parsed, lexopt::Error> {
             }
             Long("exit-zero") => o.exit_zero = true,
             Long("strict-end") if cmd != "input" => o.strict_end = true,
+            Long("config") if cmd == "gateway" || cmd == "input" => {
+                config = Some(parser.value()?.string()?);
+            }
             Long(name) if takes(&cmd, name) && frontend::Gateway::flag(name).is_some() => {
                 let name = name.to_owned();
                 let takes_value = frontend::Gateway::flag(&name).is_some_and(|f| f.value.is_some());
@@ -435,9 +447,7 @@ fn parse_args() -> Result<Parsed, lexopt::Error> {
                 } else {
                     None
                 };
-                o.gateway
-                    .set(&name, value.as_deref())
-                    .map_err(|e| format!("--{name}: {e}"))?;
+                flags.push((name, value));
             }
             Value(file) if o.file.is_empty() => o.file = file.string()?,
             arg => return Err(arg.unexpected()),
@@ -445,6 +455,17 @@ fn parse_args() -> Result<Parsed, lexopt::Error> {
     }
     if o.file.is_empty() {
         return Err("missing FILE (or - for stdin)".into());
+    }
+    // The configuration file first, then the flags over it.
+    if let Some(path) = config {
+        let json = std::fs::read(&path).map_err(|e| format!("--config {path}: {e}"))?;
+        o.gateway =
+            frontend::Gateway::from_json(&json).map_err(|e| format!("--config {path}: {e}"))?;
+    }
+    for (name, value) in flags {
+        o.gateway
+            .set(&name, value.as_deref())
+            .map_err(|e| format!("--{name}: {e}"))?;
     }
     Ok(Parsed::Run(cmd, Box::new(o)))
 }
@@ -825,6 +846,19 @@ fn gateway(o: &Options) -> Result<Exit, IoError> {
             return Ok(Exit::Usage);
         }
     };
+    // Guard rules: compiled once, over a configuration that lives as
+    // long as the process.
+    if o.gateway.guard.is_on() {
+        let gateway: &'static frontend::Gateway = Box::leak(Box::new(o.gateway.clone()));
+        // They compile: `from_json` checked them.
+        let rules = gateway.guard.rules().ok().unwrap_or_default();
+        let Ok(rules) = agui_stream::guard::Rules::new(&rules) else {
+            return Ok(Exit::Usage);
+        };
+        let rules = Box::leak(Box::new(rules));
+        let guard_lanes = Box::leak(Box::new(agui_stream::rewrite::GuardLanes::new(rules)));
+        rewriter.guard(guard_lanes);
+    }
     let stdout = std::io::stdout();
     let mut stdout = stdout.lock();
     let mut out = Vec::new();
@@ -868,6 +902,9 @@ fn gateway(o: &Options) -> Result<Exit, IoError> {
     let s = rewriter.stats();
     let error = failure.map(|e| e.to_string());
     let mut line = frontend::StatsLine::new(s);
+    if let Some(lanes) = rewriter.guard_lanes() {
+        line.field("guard", &frontend::GuardCounts(lanes));
+    }
     line.field("error", &error.as_deref());
     eprintln!("{}", line.as_str());
     Ok(if failure.is_some() {

@@ -204,6 +204,12 @@ impl<'b, const OPEN: usize, const OWNERS: usize, const ID_BYTES: usize>
         self.guard = guard::Lent(Some(lanes));
     }
 
+    /// Takes back the guard's lanes ([`guard`](Self::guard)): the
+    /// rewriter guards no more.
+    pub fn take_guard(&mut self) -> Option<&'b mut GuardLanes<'b>> {
+        self.guard.0.take()
+    }
+
     /// The guard's lanes and counts, if it has rules.
     pub fn guard_lanes(&self) -> Option<&GuardLanes<'b>> {
         self.guard.0.as_deref()
