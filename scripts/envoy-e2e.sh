@@ -208,8 +208,11 @@ flags=()
 # The other configuration denies the first tool the captures call.
 other_tool=$(cat "$captures"/*.sse | grep -o '"toolCallName":"[a-zA-Z0-9_.-]*"' | head -n 1 | cut -d'"' -f4 || true)
 other_tool=${other_tool:-get_weather}
-other_config='{"deterministic_ids":true,"buffer":65536,"on_violation":"drop","close_open":true,"drop_raw":true,"deny_tools":["'$other_tool'"]}'
-other_flags=(--on-violation drop --close-open --drop-raw --deny-tool "$other_tool")
+# It also guards the messages' text: a literal the captures spread over
+# three deltas, email addresses, and a rule that only counts.
+other_config='{"deterministic_ids":true,"buffer":65536,"on_violation":"drop","close_open":true,"drop_raw":true,"deny_tools":["'$other_tool'"],"guard":{"rules":[{"literal":"°c in Zü","ignore_case":true,"action":"mask","replacement":"[TEMP]"},{"builtin":"email","action":"mask"},{"literal":"It is","action":"monitor"}]}}'
+printf '%s' "$other_config" >"$work/other-config.json"
+other_flags=(--config "$work/other-config.json")
 
 # gateway OUT FILE [FLAGS...]: what agui prints for FILE (stats in OUT.stats).
 gateway() {
@@ -455,12 +458,19 @@ for f in "${files[@]}"; do
     done
     fetch "other-$n" "$envoy_other/s/real/$n?mode=chunked"
     if rewritten_ok && same "$work/got/other-$n" "$work/want/other-$n"; then
-        ok "$n (drop, close_open, drop_raw, deny $other_tool): the gateway's output"
+        ok "$n (drop, close_open, drop_raw, deny $other_tool, guard rules): the gateway's output"
     else
         bad "$n (the other configuration): status $status, complete $complete"
     fi
     expect "$f" "$work/want/other-$n"
 done
+# The guard rules did mask: the literal the captures spread over deltas.
+masked=$(grep -l '\[TEMP\]' "$work"/got/other-*.sse 2>/dev/null | wc -l)
+if [ "$masked" -ge 2 ]; then
+    ok "the guard rules masked the text of $masked captures through Envoy"
+else
+    bad "the guard rules masked the text of $masked captures (expected 2 at least)"
+fi
 metrics >"$work/metrics.after"
 for pair in "streams:$expected_streams" "bytes_in:$expected_in" "bytes_out:$expected_out" "events:$expected_events"; do
     name=${pair%%:*}

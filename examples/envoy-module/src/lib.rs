@@ -59,6 +59,7 @@ mod request;
 
 use std::cell::RefCell;
 
+use agui_stream::guard::Rules;
 use agui_stream::rewrite::{RewriteError, Rewriter, Stats};
 
 use abi::{Body, ConfigHook, EnvoyBuffer, Headers, Hook, Level};
@@ -84,10 +85,24 @@ struct Metrics {
     requests: request::Counters,
 }
 
-/// One filter configuration: the gateway's options and the counters.
+/// One filter configuration: the gateway's options, its guard rules
+/// compiled, and the counters.
 pub struct FilterConfig {
     gateway: Gateway,
+    rules: Option<&'static Rules<'static>>,
     metrics: Metrics,
+}
+
+/// The guard rules of `gateway`, compiled over a copy of its strings that
+/// lives as long as Envoy (each configuration leaks its own, a few KB).
+fn leak_rules(gateway: &Gateway) -> Option<&'static Rules<'static>> {
+    if !gateway.guard.is_on() {
+        return None;
+    }
+    let guard: &'static frontend::GuardConfig = Box::leak(Box::new(gateway.guard.clone()));
+    // They compile: `Gateway::from_json` checked them.
+    let rules = Rules::new(&guard.rules().ok()?).ok()?;
+    Some(Box::leak(Box::new(rules)))
 }
 
 impl FilterConfig {
@@ -123,7 +138,12 @@ impl FilterConfig {
                 String::from_utf8_lossy(json).trim()
             ),
         );
-        Some(FilterConfig { gateway, metrics })
+        let rules = leak_rules(&gateway);
+        Some(FilterConfig {
+            gateway,
+            rules,
+            metrics,
+        })
     }
 }
 
@@ -217,9 +237,12 @@ impl Filter {
         // if tools are denied. The names fit: `Gateway::from_json` took
         // them.
         let tables = gateway.denies_tools().then(pool::take_tables);
-        let Ok(rewriter) = gateway.rewriter(&mut [], &mut [], tables) else {
+        let Ok(mut rewriter) = gateway.rewriter(&mut [], &mut [], tables) else {
             return;
         };
+        if let Some(rules) = self.config.rules {
+            rewriter.guard(pool::take_lanes(rules));
+        }
         self.state = State::Rewriting(Box::new(rewriter));
         hook.increment_counter(metrics.streams, 1);
     }
@@ -351,6 +374,9 @@ impl Filter {
         };
         if self.config.gateway.log_streams {
             let mut line = StatsLine::new(rewriter.stats());
+            if let Some(lanes) = rewriter.guard_lanes() {
+                line.field("guard", &frontend::GuardCounts(lanes));
+            }
             line.field("path", self.path.as_str()).field("end", how);
             abi::log(Level::Info, &format!("agui-stream: {}", line.as_str()));
         }

@@ -128,6 +128,7 @@ use agui_stream::rewrite::{Refusal, RequestRewriter, RequestStats, RewriteError,
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, ContextType, LogLevel, MetricType};
 
+use agui_stream::guard::Rules;
 use frontend::{Gateway, RESPONSE_EDITS, Reported, RequestCounts, StatsLine};
 
 proxy_wasm::main! {{
@@ -196,10 +197,23 @@ impl Metrics {
     }
 }
 
-/// The plugin: its configuration.
+/// The plugin: its configuration, and its guard rules compiled.
 #[derive(Default)]
 struct Root {
     gateway: Option<Rc<Gateway>>,
+    rules: Option<&'static Rules<'static>>,
+}
+
+/// The guard rules of `gateway`, compiled over a copy of its strings that
+/// lives as long as the VM (a reconfiguration leaks the last, a few KB).
+fn leak_rules(gateway: &Gateway) -> Option<&'static Rules<'static>> {
+    if !gateway.guard.is_on() {
+        return None;
+    }
+    let guard: &'static frontend::GuardConfig = Box::leak(Box::new(gateway.guard.clone()));
+    // They compile: `Gateway::from_json` checked them.
+    let rules = Rules::new(&guard.rules().ok()?).ok()?;
+    Some(Box::leak(Box::new(rules)))
 }
 
 impl Context for Root {}
@@ -214,6 +228,7 @@ impl RootContext for Root {
                     String::from_utf8_lossy(&json).trim()
                 );
                 Metrics::get();
+                self.rules = leak_rules(&gateway);
                 self.gateway = Some(Rc::new(gateway));
                 true
             }
@@ -228,6 +243,7 @@ impl RootContext for Root {
         let gateway = Rc::clone(self.gateway.as_ref()?);
         Some(Box::new(Stream {
             gateway,
+            rules: self.rules,
             metrics: Metrics::get(),
             state: State::Waiting,
             request: None,
@@ -258,6 +274,7 @@ enum State {
 /// One HTTP stream.
 struct Stream {
     gateway: Rc<Gateway>,
+    rules: Option<&'static Rules<'static>>,
     metrics: Rc<Metrics>,
     state: State,
     /// An agent request's body being checked.
@@ -281,9 +298,12 @@ impl Stream {
     fn start(&mut self) {
         let tables = self.gateway.denies_tools().then(pool::take_tables);
         // The names fit: `Gateway::from_json` took them.
-        let Ok(rewriter) = self.gateway.rewriter(&mut [], &mut [], tables) else {
+        let Ok(mut rewriter) = self.gateway.rewriter(&mut [], &mut [], tables) else {
             return;
         };
+        if let Some(rules) = self.rules {
+            rewriter.guard(pool::take_lanes(rules));
+        }
         self.state = State::Rewriting(Box::new(rewriter));
         self.metrics.add(self.metrics.streams, 1);
     }
@@ -297,6 +317,9 @@ impl Stream {
         self.report(rewriter.stats());
         if self.gateway.log_streams {
             let mut line = StatsLine::new(rewriter.stats());
+            if let Some(lanes) = rewriter.guard_lanes() {
+                line.field("guard", &frontend::GuardCounts(lanes));
+            }
             line.field("path", self.path.as_str()).field("end", how);
             log::info!("agui-stream: {}", line.as_str());
         }
