@@ -138,7 +138,7 @@ impl Seq {
     }
 }
 
-const fn email_local(b: u8) -> bool {
+pub(super) const fn email_local(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'%' | b'+' | b'-')
 }
 
@@ -235,19 +235,6 @@ impl Detector {
             Detector::AwsAccessKeyId => AWS_ACCESS_KEY_ID.max_len(),
             Detector::GithubToken => GITHUB_TOKEN.max_len(),
             Detector::SlackToken => 15,
-        }
-    }
-
-    /// Whether a match can start with `b`.
-    pub(super) fn starts(self, b: u8) -> bool {
-        let seq = |s: &Seq| s.head.first().is_some_and(|class| class(b));
-        match self {
-            Detector::Email => email_local(b),
-            Detector::CreditCard => b.is_ascii_digit(),
-            Detector::UsSsn => seq(&US_SSN),
-            Detector::AwsAccessKeyId => seq(&AWS_ACCESS_KEY_ID),
-            Detector::GithubToken => seq(&GITHUB_TOKEN),
-            Detector::SlackToken => seq(&SLACK_TOKEN),
         }
     }
 

@@ -4,7 +4,7 @@
 
 use core::fmt;
 
-use super::detect::{accepts, start, step};
+use super::detect::{accepts, email_local, start, step};
 use super::{Action, MAX_MATCH, Rules};
 
 /// What a lane lets out, in order.
@@ -71,6 +71,67 @@ impl Window<'_> {
         }
     }
 
+    /// The first `@` at or after `from`.
+    fn find_at(&self, from: usize) -> Option<usize> {
+        let split = self.held.len();
+        if from < split
+            && let Some(k) = self.held.get(from..).and_then(|h| memchr::memchr(b'@', h))
+        {
+            return Some(from.saturating_add(k));
+        }
+        let j = from.saturating_sub(split);
+        let k = memchr::memchr(b'@', self.text.get(j..)?)?;
+        Some(split.saturating_add(j).saturating_add(k))
+    }
+
+    /// Where the run of an email's local-part characters that ends at `end`
+    /// starts, looking back 64 at most.
+    fn local_run(&self, end: usize) -> usize {
+        let mut start = end;
+        while end.saturating_sub(start) < 64
+            && start > 0
+            && self.at(start.saturating_sub(1)).is_some_and(email_local)
+        {
+            start = start.saturating_sub(1);
+        }
+        start
+    }
+
+    /// The first position at or after `from` where a rule but `email` can
+    /// start: a pair of bytes one can start with, or a byte one can start
+    /// with at the window's end.
+    fn next_start<const N: usize>(&self, rules: &Rules<'_, N>, from: usize) -> usize {
+        let split = self.held.len();
+        let n = self.len();
+        let mut at = from;
+        // The held bytes (and the pair across into the text) one by one.
+        while at < split.min(n) {
+            if self.starts_at(rules, at) {
+                return at;
+            }
+            at = at.saturating_add(1);
+        }
+        let j = at.saturating_sub(split);
+        let text = self.text.get(j..).unwrap_or_default();
+        let tail = text.get(1..).unwrap_or_default();
+        match text.iter().zip(tail).position(|(&a, &b)| rules.pair(a, b)) {
+            Some(k) => at.saturating_add(k),
+            // The last byte, which has no next one yet.
+            None => match text.last() {
+                Some(&b) if rules.first(b) != 0 => n.saturating_sub(1),
+                _ => n,
+            },
+        }
+    }
+
+    fn starts_at<const N: usize>(&self, rules: &Rules<'_, N>, at: usize) -> bool {
+        match (self.at(at), self.at(at.saturating_add(1))) {
+            (Some(a), Some(b)) => rules.pair(a, b),
+            (Some(a), None) => rules.first(a) != 0,
+            _ => false,
+        }
+    }
+
     /// Lets `[from, to)` out, in at most two pieces.
     fn emit(&self, from: usize, to: usize, out: &mut impl FnMut(Piece<'_>)) {
         let split = self.held.len();
@@ -84,6 +145,51 @@ impl Window<'_> {
             && let Some(part) = self.text.get(from..to)
         {
             out(Piece::Text(part));
+        }
+    }
+}
+
+/// Where an `email` can start: in the local-part run before an `@` (its
+/// last 64 bytes), or in the one the window ends with (more may come).
+/// Remembers the last `@` found, so that the search is linear.
+struct Emails {
+    on: bool,
+    ended: bool,
+    /// The candidates `[lo, hi)` found last (`hi` an `@`, or the end).
+    lo: usize,
+    hi: usize,
+    /// Where the search for the next `@` goes on.
+    searched: usize,
+}
+
+impl Emails {
+    /// The first position at or after `at` where an email can start, or
+    /// the window's end.
+    fn next(&mut self, w: &Window<'_>, at: usize) -> usize {
+        let n = w.len();
+        if !self.on {
+            return n;
+        }
+        loop {
+            if at < self.hi {
+                return at.max(self.lo);
+            }
+            if self.searched >= n {
+                return n;
+            }
+            match w.find_at(self.searched.max(at)) {
+                Some(a) => {
+                    self.lo = w.local_run(a);
+                    self.hi = if self.lo < a { a } else { 0 };
+                    self.searched = a.saturating_add(1);
+                }
+                None => {
+                    // The run the window ends with may meet an `@` later.
+                    self.lo = w.local_run(n);
+                    self.hi = if self.ended { 0 } else { n };
+                    self.searched = n;
+                }
+            }
         }
     }
 }
@@ -169,23 +275,29 @@ impl Lane {
         };
         let n = window.len();
         let (mut at, mut plain) = (0, 0);
+        let mut emails = Emails {
+            on: rules.email != 0,
+            ended,
+            lo: 0,
+            hi: 0,
+            searched: 0,
+        };
+        // The next position a rule but `email` can start at (kept while
+        // the cursor stays before it).
+        let mut other: Option<usize> = None;
         while at < n {
-            // Past the held bytes, skip those no match starts with.
-            if let Some(j) = at.checked_sub(window.held.len()) {
-                let skip = text
-                    .get(j..)
-                    .unwrap_or_default()
-                    .iter()
-                    .position(|&b| rules.starts(b));
-                match skip {
-                    Some(k) => at = at.saturating_add(k),
-                    None => {
-                        at = n;
-                        break;
-                    }
-                }
+            // Skip to where a rule can start.
+            let email = emails.next(&window, at);
+            let next = match other {
+                Some(o) if o >= at => o,
+                _ => window.next_start(rules, at),
+            };
+            other = Some(next);
+            at = email.min(next);
+            if at >= n {
+                break;
             }
-            match longest(rules, &window, at, ended) {
+            match longest(rules, &window, at, ended, email == at) {
                 Found::Undecided => break,
                 Found::Nothing => at = at.saturating_add(1),
                 Found::Match { rule, len } => {
@@ -236,13 +348,26 @@ impl Lane {
     }
 }
 
-/// The longest match at `at`, if the window settles it.
-fn longest<const N: usize>(rules: &Rules<'_, N>, w: &Window<'_>, at: usize, ended: bool) -> Found {
-    if !w.at(at).is_some_and(|b| rules.starts(b)) {
+/// The longest match at `at`, if the window settles it (`email`: an
+/// email can start there).
+fn longest<const N: usize>(
+    rules: &Rules<'_, N>,
+    w: &Window<'_>,
+    at: usize,
+    ended: bool,
+    email: bool,
+) -> Found {
+    let Some(b) = w.at(at) else {
         return Found::Nothing;
-    }
+    };
+    let mut candidates = rules.first(b) | if email { rules.email } else { 0 };
     let mut best: Option<(usize, usize)> = None;
-    for (index, rule) in rules.rules().iter().enumerate() {
+    while candidates != 0 {
+        let index = candidates.trailing_zeros() as usize;
+        candidates &= candidates.wrapping_sub(1);
+        let Some(rule) = rules.rules().get(index) else {
+            break;
+        };
         let max = rule.max_len();
         let mut state = start(&rule.pattern);
         let mut len = 0;

@@ -244,13 +244,21 @@ impl fmt::Display for RulesError {
     }
 }
 
-/// Rules compiled once: at most `N`, each checked, with the table of the
-/// bytes a match can start with.
+/// Rules compiled once: at most `N` (64 at most), each checked, with the
+/// tables a lane skips text with: which rules a byte can start, and which
+/// pairs of bytes can start a match. An `email` rule starts only near an
+/// `@` (its local part ends there), which a lane finds with `memchr`.
 #[derive(Clone, Debug)]
 pub struct Rules<'r, const N: usize = DEFAULT_RULES> {
     rules: heapless::Vec<Rule<'r>, N>,
-    /// Bit `b` set: some rule's match can start with byte `b`.
-    starts: [u64; 4],
+    /// By byte: the rules (a bit each, by index) whose match can start
+    /// with it, `email` aside.
+    first: [u64; 256],
+    /// The `email` rules.
+    email: u64,
+    /// Bit `b0 << 8 | b1`: some rule but `email` can start with the bytes
+    /// `b0 b1`, or with `b0` alone.
+    pairs: [u64; 1024],
     max_len: usize,
     expansion: usize,
 }
@@ -263,9 +271,12 @@ impl<'r, const N: usize> Rules<'r, N> {
     /// More than `N` rules, or a literal that is empty or longer than
     /// [`MAX_MATCH`].
     pub fn new(rules: &[Rule<'r>]) -> Result<Self, RulesError> {
+        const { assert!(N <= 64, "a rule set holds at most 64 rules") };
         let mut compiled = Rules {
             rules: heapless::Vec::new(),
-            starts: [0; 4],
+            first: [0; 256],
+            email: 0,
+            pairs: [0; 1024],
             max_len: 0,
             expansion: 1,
         };
@@ -291,15 +302,27 @@ impl<'r, const N: usize> Rules<'r, N> {
                 let out = rule.replacement.len().saturating_mul(6);
                 compiled.expansion = compiled.expansion.max(out.div_ceil(rule.min_len()));
             }
-            for b in 0..=u8::MAX {
-                let starts = match rule.pattern {
-                    Pattern::Literal { text, ignore_case } => text
-                        .first()
-                        .is_some_and(|&f| f == b || (ignore_case && f.eq_ignore_ascii_case(&b))),
-                    Pattern::Builtin(d) => d.starts(b),
+            let bit = 1u64 << (i & 63);
+            if rule.pattern == Pattern::Builtin(Detector::Email) {
+                compiled.email |= bit;
+                continue;
+            }
+            let start = detect::start(&rule.pattern);
+            for b0 in 0..=u8::MAX {
+                let Some(after) = detect::step(&rule.pattern, start, b0) else {
+                    continue;
                 };
-                if starts && let Some(word) = compiled.starts.get_mut(usize::from(b >> 6)) {
-                    *word |= 1 << (b & 63);
+                if let Some(f) = compiled.first.get_mut(usize::from(b0)) {
+                    *f |= bit;
+                }
+                let alone = detect::accepts(&rule.pattern, after);
+                for b1 in 0..=u8::MAX {
+                    if alone || detect::step(&rule.pattern, after, b1).is_some() {
+                        let pair = usize::from(b0) << 8 | usize::from(b1);
+                        if let Some(word) = compiled.pairs.get_mut(pair >> 6) {
+                            *word |= 1 << (pair & 63);
+                        }
+                    }
                 }
             }
         }
@@ -322,10 +345,16 @@ impl<'r, const N: usize> Rules<'r, N> {
         self.expansion
     }
 
-    /// Whether some rule's match can start with `b`.
-    fn starts(&self, b: u8) -> bool {
-        self.starts
-            .get(usize::from(b >> 6))
-            .is_some_and(|word| word & (1 << (b & 63)) != 0)
+    /// The rules but `email` whose match can start with `b`.
+    fn first(&self, b: u8) -> u64 {
+        self.first.get(usize::from(b)).copied().unwrap_or(0)
+    }
+
+    /// Whether a rule but `email` can start with `b0 b1`.
+    fn pair(&self, b0: u8, b1: u8) -> bool {
+        let pair = usize::from(b0) << 8 | usize::from(b1);
+        self.pairs
+            .get(pair >> 6)
+            .is_some_and(|word| word & (1 << (pair & 63)) != 0)
     }
 }
