@@ -3,9 +3,8 @@
 //! re-lining where the reference client needs it, and a byte order mark
 //! is never forwarded where it would read as one.
 
-use crate::output::encode::{BufferFull, Write, encode, encode_replacing};
+use crate::output::encode::{BufferFull, Write, encode};
 use crate::pipeline::FrameInfo;
-use crate::protocol::event_type::Key;
 use crate::view::event::Event;
 
 use super::forward::Forward;
@@ -237,28 +236,55 @@ impl<'a, W: Write + ?Sized> Emitter<'a, W> {
     }
 }
 
-impl<W: Write + ?Sized> Emitter<'_, W> {
-    /// Writes `event` with the encoder, its member `key`'s value written
-    /// by `value`, as `data: {json}`.
-    pub(super) fn encoded_with(
-        &mut self,
-        event: &Event<'_>,
-        key: Key,
-        mut value: impl FnMut(&mut dyn Write) -> Result<(), BufferFull>,
-    ) {
-        self.flush();
-        let mut out = Counted {
-            out: &mut *self.out,
-            bytes: &mut self.bytes_out,
-        };
-        let written = out
-            .write_bytes(b"data: ")
-            .and_then(|()| {
-                encode_replacing(event, key, &mut out, |out: &mut Counted<'_, W>| value(out))
-            })
-            .and_then(|()| out.write_bytes(b"\n\n"));
-        if written.is_err() {
-            self.failed = true;
+/// Bytes kept back while they may be dropped.
+const LAZY: usize = 2048;
+
+/// Output kept back until it is known to be wanted: its first [`LAZY`]
+/// bytes are kept, and written once [`commit`](Lazy::commit)ted, or as
+/// soon as more come; dropped if neither happened.
+pub(super) struct Lazy<'e, 'a, W: ?Sized> {
+    emit: &'e mut Emitter<'a, W>,
+    kept: heapless::Vec<u8, LAZY>,
+    committed: bool,
+}
+
+impl<W: Write + ?Sized> Lazy<'_, '_, W> {
+    /// Writes what was kept, and from now on what comes.
+    pub(super) fn commit(&mut self) {
+        if !core::mem::replace(&mut self.committed, true) {
+            self.emit.write(&self.kept);
+        }
+    }
+
+    /// Whether it was written (or is being).
+    pub(super) fn committed(&self) -> bool {
+        self.committed
+    }
+}
+
+impl<W: Write + ?Sized> Write for Lazy<'_, '_, W> {
+    fn write_bytes(&mut self, bytes: &[u8]) -> Result<(), BufferFull> {
+        if !self.committed {
+            if self.kept.extend_from_slice(bytes).is_ok() {
+                return Ok(());
+            }
+            self.commit();
+        }
+        self.emit.write(bytes);
+        if self.emit.failed {
+            return Err(BufferFull);
+        }
+        Ok(())
+    }
+}
+
+impl<'a, W: Write + ?Sized> Emitter<'a, W> {
+    /// A writer whose output is kept back until committed.
+    pub(super) fn lazy(&mut self) -> Lazy<'_, 'a, W> {
+        Lazy {
+            emit: self,
+            kept: heapless::Vec::new(),
+            committed: false,
         }
     }
 }
@@ -301,7 +327,6 @@ impl<W: Write + ?Sized> Forward<'_, W> {
         let passthrough = !self.options.canonical
             && !self.options.drop_raw
             && self.filter.is_empty()
-            && self.guard.is_off()
             && crate::testing::fast_paths();
         if !(passthrough
             && info.original

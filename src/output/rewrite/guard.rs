@@ -14,7 +14,7 @@ use core::ops::ControlFlow;
 
 use crate::check::guard::{Action, Blocked, DEFAULT_RULES, Lane, Piece, Rules};
 use crate::check::spilled::StandIns;
-use crate::output::encode::{Write, write_decoded};
+use crate::output::encode::{Write, encode_replacing, write_decoded};
 use crate::pipeline::FrameInfo;
 use crate::protocol::event_type::{EventType, Key};
 use crate::view::event::Event;
@@ -192,6 +192,13 @@ fn lane_of(ty: EventType) -> Option<(EventType, Role)> {
     })
 }
 
+/// Whether the guard looks at events of type `ty` (the others take the
+/// rewriter's fast path).
+#[inline(always)]
+pub(super) fn guarded_type(ty: EventType) -> bool {
+    lane_of(ty).is_some()
+}
+
 /// The message of the `RUN_ERROR` of a block.
 struct BlockedBy<'r>(&'r str);
 
@@ -227,14 +234,6 @@ fn feed<const N: usize>(
         len = end;
     }
     lane.push(rules, buf.get(..len).unwrap_or_default(), out)
-}
-
-/// What a lane's next step lets out, found on a copy of it: the text's
-/// bytes, and whether anything changed (a match, text held back before or
-/// after).
-struct Probe {
-    text: usize,
-    changed: bool,
 }
 
 impl<W: Write + ?Sized> Forward<'_, W> {
@@ -300,50 +299,57 @@ impl<W: Write + ?Sized> Forward<'_, W> {
             return Some(self.guard_stop("AGUI_STREAM_CAPACITY", &message));
         };
         let slot = slots.get_mut(index)?;
-        let probe = {
-            let mut lane = slot.lane.clone();
-            let mut probe = Probe {
-                text: 0,
-                changed: lane.held() > 0,
-            };
-            let blocked = feed(&mut lane, rules, delta, &mut |p| match p {
-                Piece::Text(t) => probe.text = probe.text.saturating_add(t.len()),
-                Piece::Matched { .. } => probe.changed = true,
-            });
-            probe.changed |= lane.held() > 0 || blocked.is_err();
-            probe
-        };
-        if !probe.changed {
+        let lane = &mut slot.lane;
+        let held_before = lane.held();
+        let (mut text, mut matched, mut blocked) = (0usize, false, None);
+        // Written as it goes, but kept back while it may be dropped: an
+        // event whose text is all held back, or as it came.
+        let mut out = self.emit.lazy();
+        let written = out
+            .write_bytes(b"data: ")
+            .and_then(|()| {
+                encode_replacing(event, Key::Delta, &mut out, |out| {
+                    out.write_bytes(b"\"")?;
+                    let mut result = Ok(());
+                    let fed = feed(lane, rules, delta, &mut |p| match p {
+                        Piece::Text(t) => {
+                            text = text.saturating_add(t.len());
+                            if result.is_ok() {
+                                result = write_decoded(t, out);
+                            }
+                        }
+                        Piece::Matched { rule, action } => {
+                            matched = true;
+                            count(counts.as_mut_slice(), rule, action);
+                        }
+                    });
+                    blocked = fed.err();
+                    result?;
+                    out.write_bytes(b"\"")
+                })
+            })
+            .and_then(|()| out.write_bytes(b"\n\n"));
+        let changed = held_before > 0 || matched || lane.held() > 0 || blocked.is_some();
+        let write = out.committed() || (changed && text > 0);
+        if write {
+            out.commit();
+        }
+        if written.is_err() {
+            self.emit.failed = true;
+        }
+        if let Some(Blocked { rule }) = blocked {
+            if write {
+                self.wrote(event.event_type());
+            }
+            let name = rules.rules().get(rule).map_or("", |r| r.name);
+            return Some(self.guard_stop(GUARDRAIL_CODE, &BlockedBy(name)));
+        }
+        if !write && !changed {
             // The text goes out as it came: the event as usual.
             return None;
         }
-        let mut blocked = None;
-        let lane = &mut slot.lane;
-        if probe.text > 0 {
-            self.emit.encoded_with(event, Key::Delta, |out| {
-                out.write_bytes(b"\"")?;
-                let mut result = Ok(());
-                let fed = feed(lane, rules, delta, &mut |p| match p {
-                    Piece::Text(t) if result.is_ok() => result = write_decoded(t, out),
-                    Piece::Text(_) => {}
-                    Piece::Matched { rule, action } => count(counts.as_mut_slice(), rule, action),
-                });
-                blocked = fed.err();
-                result?;
-                out.write_bytes(b"\"")
-            });
+        if write {
             self.wrote(event.event_type());
-        } else {
-            let fed = feed(lane, rules, delta, &mut |p| {
-                if let Piece::Matched { rule, action } = p {
-                    count(counts.as_mut_slice(), rule, action)
-                }
-            });
-            blocked = fed.err();
-        }
-        if let Some(Blocked { rule }) = blocked {
-            let name = rules.rules().get(rule).map_or("", |r| r.name);
-            return Some(self.guard_stop(GUARDRAIL_CODE, &BlockedBy(name)));
         }
         Some(ControlFlow::Continue(()))
     }
@@ -360,38 +366,45 @@ impl<W: Write + ?Sized> Forward<'_, W> {
             .iter()
             .position(|s| s.content == content && s.id == id)?;
         let mut slot = slots.swap_remove(index);
-        let mut probe = slot.lane.clone();
-        let mut text = 0usize;
-        let blocked = probe
-            .finish(rules, &mut |p| {
-                if let Piece::Text(t) = p {
-                    text = text.saturating_add(t.len());
-                }
+        // The text held back, as one more content event (none if it
+        // comes to nothing).
+        let mut last = Event::empty(content, event.dialect(), None);
+        last.set(Key::MessageId, event.get(Key::MessageId));
+        last.set(Key::Delta, Some(RawJson::trusted(b"\"\"")));
+        let (mut text, mut blocked) = (0usize, None);
+        let mut out = self.emit.lazy();
+        let written = out
+            .write_bytes(b"data: ")
+            .and_then(|()| {
+                encode_replacing(&last, Key::Delta, &mut out, |out| {
+                    out.write_bytes(b"\"")?;
+                    let mut result = Ok(());
+                    let fed = slot.lane.finish(rules, &mut |p| match p {
+                        Piece::Text(t) => {
+                            text = text.saturating_add(t.len());
+                            if result.is_ok() {
+                                result = write_decoded(t, out);
+                            }
+                        }
+                        Piece::Matched { rule, action } => {
+                            count(counts.as_mut_slice(), rule, action)
+                        }
+                    });
+                    blocked = fed.err();
+                    result?;
+                    out.write_bytes(b"\"")
+                })
             })
-            .err();
-        if text > 0 {
-            // The text held back, as one more content event.
-            let mut last = Event::empty(content, event.dialect(), None);
-            last.set(Key::MessageId, event.get(Key::MessageId));
-            last.set(Key::Delta, Some(RawJson::trusted(b"\"\"")));
-            self.emit.encoded_with(&last, Key::Delta, |out| {
-                out.write_bytes(b"\"")?;
-                let mut result = Ok(());
-                let _ = slot.lane.finish(rules, &mut |p| match p {
-                    Piece::Text(t) if result.is_ok() => result = write_decoded(t, out),
-                    Piece::Text(_) => {}
-                    Piece::Matched { rule, action } => count(counts.as_mut_slice(), rule, action),
-                });
-                result?;
-                out.write_bytes(b"\"")
-            });
+            .and_then(|()| out.write_bytes(b"\n\n"));
+        let write = out.committed() || text > 0;
+        if write {
+            out.commit();
+        }
+        if written.is_err() {
+            self.emit.failed = true;
+        }
+        if write {
             self.wrote(content);
-        } else {
-            let _ = slot.lane.finish(rules, &mut |p| {
-                if let Piece::Matched { rule, action } = p {
-                    count(counts.as_mut_slice(), rule, action)
-                }
-            });
         }
         if let Some(Blocked { rule }) = blocked {
             // The end event still goes out, as the text before the match

@@ -16,6 +16,7 @@ use crate::view::event::Event;
 use super::OnViolation;
 use super::filter::Filtered;
 use super::forward::Forward;
+use super::guard::guarded_type;
 use super::repair::code_of;
 use super::stats::count_in;
 
@@ -24,7 +25,10 @@ impl<W: Write + ?Sized> Sink for Forward<'_, W> {
     /// pipeline calls the sink; the rest out of line.
     #[inline(always)]
     fn event(&mut self, event: &Event<'_>, frame: &FrameInfo) -> ControlFlow<()> {
-        if !self.stop.stopped() && self.forwarded_as_is(frame) {
+        if !self.stop.stopped()
+            && (self.guard.is_off() || !guarded_type(event.event_type()))
+            && self.forwarded_as_is(frame)
+        {
             let ty = event.event_type().index();
             self.stats.events = self.stats.events.saturating_add(1);
             count_in(&mut self.stats.events_in, ty);
