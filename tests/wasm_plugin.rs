@@ -424,7 +424,7 @@ fn the_abi_refuses_bad_calls_with_codes() {
 }
 
 /// Configurations the module refuses, each with what its report says.
-const BAD_CONFIGS: [&str; 11] = [
+const BAD_CONFIGS: [&str; 14] = [
     "not json",
     "[]",
     r#"{"dialect":"v2"}"#,
@@ -438,6 +438,10 @@ const BAD_CONFIGS: [&str; 11] = [
     r#"{"buffer":1024}"#,
     // One name more than the rewriter holds (16).
     r#"{"deny_tools":["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q"]}"#,
+    // Guard rules: bad ones, and good ones this module does not apply.
+    r#"{"guard":{"rules":[{"builtin":"phone","action":"mask"}]}}"#,
+    r#"{"guard":{"rules":[{"literal":"","action":"mask"}]}}"#,
+    r#"{"guard":{"rules":[{"builtin":"email","action":"mask"}]}}"#,
 ];
 
 #[test]

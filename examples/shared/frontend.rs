@@ -658,8 +658,8 @@ impl<'de> Deserialize<'de> for Name {
 
 /// Guard rules a configuration holds.
 pub const GUARD_RULES: usize = 16;
-/// The longest rule name or replacement.
-pub const GUARD_TEXT: usize = 64;
+/// Bytes of the rules' strings (literals, names, replacements) together.
+pub const GUARD_BYTES: usize = 1024;
 /// The built-in detectors' names, for messages.
 const DETECTOR_NAMES: &str =
     "email, credit_card, us_ssn, aws_access_key_id, github_token, slack_token";
@@ -671,9 +671,66 @@ pub struct GuardConfig {
     pub rules: GuardRules,
 }
 
-/// `guard.rules`.
+/// `guard.rules`, compact: each rule's strings (literal, name,
+/// replacement) end to end in one store, so that a configuration stays
+/// small (the wasm plugin parses it on a 64 KiB stack).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct GuardRules(heapless::Vec<GuardRule, GUARD_RULES>);
+pub struct GuardRules {
+    bytes: heapless::Vec<u8, GUARD_BYTES>,
+    rules: heapless::Vec<Spec, GUARD_RULES>,
+}
+
+/// A string in [`GuardRules`]' store: start and length.
+type Span = (u16, u16);
+
+/// One rule, its strings in the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Spec {
+    literal: Option<Span>,
+    ignore_case: bool,
+    /// A detector's name: the detector, `None` if unknown.
+    builtin: Option<Option<Detector>>,
+    action: GuardAction,
+    name: Option<Span>,
+    replacement: Option<Span>,
+}
+
+impl GuardRules {
+    /// Adds `rule`, its strings copied into the store; `None` if they do
+    /// not fit.
+    fn push(&mut self, rule: &GuardRule) -> Option<()> {
+        let mut keep = |text: &Option<Text<{ guard::MAX_MATCH }>>| -> Option<Option<Span>> {
+            let Some(text) = text else {
+                return Some(None);
+            };
+            let start = u16::try_from(self.bytes.len()).ok()?;
+            self.bytes
+                .extend_from_slice(text.as_str().as_bytes())
+                .ok()?;
+            Some(Some((start, u16::try_from(text.as_str().len()).ok()?)))
+        };
+        let spec = Spec {
+            literal: keep(&rule.literal)?,
+            ignore_case: rule.ignore_case,
+            builtin: rule
+                .builtin
+                .as_ref()
+                .map(|n| Detector::from_name(n.as_str())),
+            action: rule.action,
+            name: keep(&rule.name)?,
+            replacement: keep(&rule.replacement)?,
+        };
+        self.rules.push(spec).ok()
+    }
+
+    fn text(&self, span: Span) -> &str {
+        let (start, len) = (usize::from(span.0), usize::from(span.1));
+        self.bytes
+            .get(start..start.saturating_add(len))
+            .and_then(|b| core::str::from_utf8(b).ok())
+            .unwrap_or_default()
+    }
+}
 
 impl<'de> Deserialize<'de> for GuardRules {
     /// From an array of rules.
@@ -682,40 +739,43 @@ impl<'de> Deserialize<'de> for GuardRules {
         impl<'de> serde::de::Visitor<'de> for Visit {
             type Value = GuardRules;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(f, "an array of at most {GUARD_RULES} rules")
+                write!(
+                    f,
+                    "an array of at most {GUARD_RULES} rules, their strings {GUARD_BYTES} bytes together"
+                )
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(
                 self,
                 mut seq: A,
             ) -> Result<GuardRules, A::Error> {
-                let mut rules = heapless::Vec::new();
+                let mut rules = GuardRules::default();
                 while let Some(rule) = seq.next_element::<GuardRule>()? {
                     rules
-                        .push(rule)
-                        .map_err(|_| serde::de::Error::invalid_length(GUARD_RULES + 1, &self))?;
+                        .push(&rule)
+                        .ok_or_else(|| serde::de::Error::invalid_length(GUARD_RULES + 1, &self))?;
                 }
-                Ok(GuardRules(rules))
+                Ok(rules)
             }
         }
         d.deserialize_seq(Visit)
     }
 }
 
-/// One rule as configured.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+/// One rule as read (then kept in [`GuardRules`]).
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct GuardRule {
+struct GuardRule {
     #[serde(default)]
-    pub literal: Option<Text<{ guard::MAX_MATCH }>>,
+    literal: Option<Text<{ guard::MAX_MATCH }>>,
     #[serde(default)]
-    pub ignore_case: bool,
+    ignore_case: bool,
     #[serde(default)]
-    pub builtin: Option<Text<32>>,
-    pub action: GuardAction,
+    builtin: Option<Text<32>>,
+    action: GuardAction,
     #[serde(default)]
-    pub name: Option<Text<GUARD_TEXT>>,
+    name: Option<Text<{ guard::MAX_MATCH }>>,
     #[serde(default)]
-    pub replacement: Option<Text<GUARD_TEXT>>,
+    replacement: Option<Text<{ guard::MAX_MATCH }>>,
 }
 
 /// A rule's `action`.
@@ -730,7 +790,7 @@ pub enum GuardAction {
 impl GuardConfig {
     /// Whether there are rules: a rewriter then needs guard lanes.
     pub fn is_on(&self) -> bool {
-        !self.rules.0.is_empty()
+        !self.rules.rules.is_empty()
     }
 
     /// The rules, over this configuration's strings.
@@ -741,37 +801,35 @@ impl GuardConfig {
     /// do not compile.
     pub fn rules(&self) -> Result<heapless::Vec<Rule<'_>, GUARD_RULES>, ConfigError> {
         let mut rules = heapless::Vec::new();
-        for (i, r) in self.rules.0.iter().enumerate() {
+        let store = &self.rules;
+        for (i, r) in store.rules.iter().enumerate() {
             let action = match r.action {
                 GuardAction::Mask => Action::Mask,
                 GuardAction::Block => Action::Block,
                 GuardAction::Monitor => Action::Monitor,
             };
-            let mut rule = match (&r.literal, &r.builtin) {
+            let mut rule = match (r.literal, r.builtin) {
                 (Some(text), None) => {
-                    let rule = Rule::literal(text.as_str(), action);
+                    let rule = Rule::literal(store.text(text), action);
                     if r.ignore_case {
                         rule.ignore_case()
                     } else {
                         rule
                     }
                 }
-                (None, Some(name)) => match Detector::from_name(name.as_str()) {
-                    Some(d) => Rule::builtin(d, action),
-                    None => return Err(ConfigError::GuardRule(i)),
-                },
+                (None, Some(Some(d))) => Rule::builtin(d, action),
                 _ => return Err(ConfigError::GuardRule(i)),
             };
-            if let Some(name) = &r.name {
-                rule = rule.named(name.as_str());
+            if let Some(name) = r.name {
+                rule = rule.named(store.text(name));
             }
-            if let Some(replacement) = &r.replacement {
-                rule = rule.replacement(replacement.as_str());
+            if let Some(replacement) = r.replacement {
+                rule = rule.replacement(store.text(replacement));
             }
             // (Never full: as many as the configuration holds.)
             let _ = rules.push(rule);
         }
-        Rules::<'_, { guard::DEFAULT_RULES }>::new(&rules).map_err(ConfigError::Guard)?;
+        Rules::<'_, { guard::DEFAULT_RULES }>::check(&rules).map_err(ConfigError::Guard)?;
         Ok(rules)
     }
 }

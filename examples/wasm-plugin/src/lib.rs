@@ -205,6 +205,8 @@ enum InitError {
     Config(ConfigError),
     /// `buffer` is not this build's.
     Buffer(usize),
+    /// Guard rules, which this module does not apply yet.
+    Guard,
     DenyTools(RewriteError),
     /// The buffer sizes of this build cannot promise progress.
     Sizes(RewriteError),
@@ -229,6 +231,9 @@ impl core::fmt::Display for InitError {
                 "bad configuration: buffer {n}: this module's buffers are {FRAME_CAP} bytes"
             ),
             InitError::DenyTools(e) => write!(f, "bad configuration: deny_tools: {e}"),
+            InitError::Guard => f.write_str(
+                "bad configuration: guard: this module does not apply guard rules (docs/guardrails.md)",
+            ),
             InitError::Sizes(e) => e.fmt(f),
         }
     }
@@ -390,6 +395,11 @@ pub extern "C" fn agui_init_v1(len: i32) -> i32 {
         // `log_streams` are the proxies' and ignored here.
         FRAME_CAP => Ok(g),
         n => Err(InitError::Buffer(n)),
+    });
+    // Refused rather than ignored: a host must not believe text is guarded.
+    let gateway = gateway.and_then(|g| match g.guard.is_on() {
+        true => Err(InitError::Guard),
+        false => Ok(g),
     });
     let (config, options) = match &gateway {
         // Fixed buffers: a block larger than the raw one goes ahead.

@@ -272,6 +272,7 @@ impl<'r, const N: usize> Rules<'r, N> {
     /// [`MAX_MATCH`].
     pub fn new(rules: &[Rule<'r>]) -> Result<Self, RulesError> {
         const { assert!(N <= 64, "a rule set holds at most 64 rules") };
+        Self::check(rules)?;
         let mut compiled = Rules {
             rules: heapless::Vec::new(),
             first: [0; 256],
@@ -281,21 +282,8 @@ impl<'r, const N: usize> Rules<'r, N> {
             expansion: 1,
         };
         for (i, rule) in rules.iter().enumerate() {
-            let index = u32::try_from(i).unwrap_or(u32::MAX);
-            if let Pattern::Literal { text, .. } = rule.pattern {
-                if text.is_empty() {
-                    return Err(RulesError::Empty { rule: index });
-                }
-                if text.len() > MAX_MATCH {
-                    return Err(RulesError::TooLong { rule: index });
-                }
-            }
-            compiled
-                .rules
-                .push(*rule)
-                .map_err(|_| RulesError::TooMany {
-                    capacity: u32::try_from(N).unwrap_or(u32::MAX),
-                })?;
+            // (Never full: `check` counted them.)
+            let _ = compiled.rules.push(*rule);
             compiled.max_len = compiled.max_len.max(rule.max_len());
             if rule.action == Action::Mask {
                 // A replacement escaped takes at most 6 bytes a byte.
@@ -327,6 +315,32 @@ impl<'r, const N: usize> Rules<'r, N> {
             }
         }
         Ok(compiled)
+    }
+
+    /// Whether `rules` compile, without compiling them (the tables take
+    /// about 12 KB).
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new).
+    pub fn check(rules: &[Rule<'_>]) -> Result<(), RulesError> {
+        if rules.len() > N {
+            return Err(RulesError::TooMany {
+                capacity: u32::try_from(N).unwrap_or(u32::MAX),
+            });
+        }
+        for (i, rule) in rules.iter().enumerate() {
+            let index = u32::try_from(i).unwrap_or(u32::MAX);
+            if let Pattern::Literal { text, .. } = rule.pattern {
+                if text.is_empty() {
+                    return Err(RulesError::Empty { rule: index });
+                }
+                if text.len() > MAX_MATCH {
+                    return Err(RulesError::TooLong { rule: index });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The rules, in order.

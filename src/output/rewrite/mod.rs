@@ -12,7 +12,9 @@
 //! * on a violation, what [`OnViolation`] says; at the end of a stream cut
 //!   mid-run, a `RUN_ERROR` with code `AGUI_STREAM_TRUNCATED` ([`Options::repair`]);
 //!   and what the other [`Options`] and [`Rewriter::deny_tools`] ask for
-//!   (closing what is open, a largest event, canonical form, no `RAW`).
+//!   (closing what is open, a largest event, canonical form, no `RAW`);
+//! * with [`Rewriter::guard`], each message's text masked, counted or
+//!   blocked by content rules ([`guard`](crate::guard)).
 //!
 //! Output holds only complete blocks: a proxy forwards each push's output at
 //! once, and the unfinished tail waits in the rewriter's raw buffer. Before
@@ -44,7 +46,8 @@
 // `forward` sink's frame bookkeeping, the `emit`ter (coalescing, BOM, the
 // forwarded-as-is fast path; `relines` where needed) and the tool `filter`
 // → the `spool` keeps what is not accounted for, or streams a long block
-// ahead of its verdict → `repair` at a stop or at `finish`.
+// ahead of its verdict → `repair` at a stop or at `finish`; `guard` rewrites
+// the text lanes' content events.
 
 mod admission;
 mod emit;
