@@ -20,6 +20,8 @@ a failure.
 
 With flags (`--close-open`, `--on-violation drop`), only acceptance and
 the events before the end are checked: closing events may follow them.
+With `--config FILE` (guard rules: the text of messages masked), only
+acceptance is checked.
 With `--hold-bytes`, a delta the gateway split into several events is
 compared joined again: consecutive TEXT_MESSAGE_CONTENT, TOOL_CALL_ARGS
 or REASONING_MESSAGE_CONTENT events of one id, the first of them nothing
@@ -93,6 +95,8 @@ def check(case):
     got = lines(run.stdout)
     if not got or json.loads(got[-1]) != {"result": "ok"}:
         return f"{stream.name} {dialect}: the reference rejects the output: {got[-1:] }"
+    if "--config" in flags:
+        return None
     want_events, got_events = want[:-1], got[:-1]
     if "--hold-bytes" in flags:
         want_events, got_events = joined(want_events), joined(got_events)
