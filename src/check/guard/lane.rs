@@ -39,7 +39,8 @@ impl fmt::Display for Blocked {
     }
 }
 
-/// A lane's text held back, and whether a block stopped it: 260 bytes.
+/// A lane's text held back, and whether a block stopped it: about 260
+/// bytes.
 #[derive(Clone, Debug)]
 pub struct Lane {
     held: [u8; MAX_MATCH],

@@ -54,7 +54,7 @@ struct Slot {
 
 /// The rules of a rewriter that guards text, its lanes, and what each
 /// rule did: the caller's, lent with [`Rewriter::guard`](super::Rewriter::guard)
-/// (about 3.2 KB), so that a rewriter without rules holds none.
+/// (about 4 KB), so that a rewriter without rules holds none.
 #[derive(Clone, Debug)]
 pub struct GuardLanes<'r> {
     rules: &'r Rules<'r>,
