@@ -238,7 +238,9 @@ fn feed<const N: usize>(
 
 impl<W: Write + ?Sized> Forward<'_, W> {
     /// What the guard does with `event`: `None` where it writes it as
-    /// usual.
+    /// usual. Out of line: its frames (the event kept back) are on the
+    /// stack only when the guard runs.
+    #[inline(never)]
     pub(super) fn guarded(
         &mut self,
         event: &Event<'_>,
