@@ -175,17 +175,8 @@ fn parse_args() -> Result<Option<Args>, lexopt::Error> {
             .set(&name, value.as_deref())
             .map_err(|e| format!("--{name}: {e}"))?;
     }
-    // Compiled once, over a copy of the configuration that lives as long
-    // as the process (`from_json` checked that they compile).
-    let rules = match gateway.guard.is_on() {
-        false => None,
-        true => {
-            let config: &'static frontend::Gateway = Box::leak(Box::new(gateway.clone()));
-            let list = config.guard.rules().map_err(|e| format!("guard: {e}"))?;
-            let rules = agui_stream::guard::Rules::new(&list).map_err(|e| format!("guard: {e}"))?;
-            Some(&*Box::leak(Box::new(rules)))
-        }
-    };
+    // Compiled once (`from_json` checked that they compile).
+    let rules = pool::leak_rules(&gateway.guard, |g| g.rules().ok());
     let listen = listen.ok_or("missing --listen ADDR")?;
     let upstream = upstream.ok_or("missing --upstream http://HOST:PORT")?;
     let uri: Uri = upstream

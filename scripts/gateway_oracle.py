@@ -20,8 +20,11 @@ a failure.
 
 With flags (`--close-open`, `--on-violation drop`), only acceptance and
 the events before the end are checked: closing events may follow them.
-With `--config FILE` (guard rules: the text of messages masked), only
-acceptance is checked.
+With `--config FILE` (guard rules: the text of messages masked), the
+events are not compared; instead, in the reference's events for the
+output, each message's text (its deltas joined, as a client shows it)
+holds nothing a masking rule of FILE matches: its literals, and the
+expression of `email`.
 With `--hold-bytes`, a delta the gateway split into several events is
 compared joined again: consecutive TEXT_MESSAGE_CONTENT, TOOL_CALL_ARGS
 or REASONING_MESSAGE_CONTENT events of one id, the first of them nothing
@@ -30,6 +33,7 @@ deltas joined, the last one's other members), on both sides.
 """
 
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -40,6 +44,38 @@ agui, oracle = sys.argv[1], Path(sys.argv[2]) / "oracle.mjs"
 rest = sys.argv[3:]
 flags = rest[rest.index("--") + 1:] if "--" in rest else []
 dirs = [Path(d) for d in (rest[:rest.index("--")] if "--" in rest else rest)]
+# What the masking rules of `--config` match: (literal, ignore_case) and
+# whether `email` masks.
+GUARD = None
+if "--config" in flags:
+    rules = json.loads(Path(flags[flags.index("--config") + 1]).read_text())["guard"]["rules"]
+    GUARD = ([(r["literal"], r.get("ignore_case", False)) for r in rules
+              if r["action"] == "mask" and "literal" in r],
+             any(r.get("builtin") == "email" and r["action"] == "mask" for r in rules))
+EMAIL = re.compile(r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(\.[A-Za-z0-9-]{1,63})*\.[A-Za-z]{2,24}")
+TEXTS = {"TEXT_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT", "THINKING_TEXT_MESSAGE_CONTENT"}
+
+
+def unmasked(events):
+    """What a masking rule still finds in the messages' text, if anything."""
+    texts = {}
+    for line in events:
+        if not any(f'"type":"{t}"' in line for t in TEXTS):
+            continue
+        event = json.loads(line)
+        if event.get("type") in TEXTS:
+            key = (event["type"], event.get("messageId"))
+            texts[key] = texts.get(key, "") + event["delta"]
+    literals, email = GUARD
+    for text in texts.values():
+        for literal, fold in literals:
+            if (literal.lower() in text.lower()) if fold else (literal in text):
+                return literal
+        if email and EMAIL.search(text):
+            return EMAIL.search(text).group(0)
+    return None
+
+
 DIALECTS = [("v1", "1.0.0", ".expected"), ("v0", "0.0.59", ".expected-0.0.59")]
 
 
@@ -95,8 +131,9 @@ def check(case):
     got = lines(run.stdout)
     if not got or json.loads(got[-1]) != {"result": "ok"}:
         return f"{stream.name} {dialect}: the reference rejects the output: {got[-1:] }"
-    if "--config" in flags:
-        return None
+    if GUARD is not None:
+        found = unmasked(got[:-1])
+        return f"{stream.name} {dialect}: a client reads {found!r}" if found else None
     want_events, got_events = want[:-1], got[:-1]
     if "--hold-bytes" in flags:
         want_events, got_events = joined(want_events), joined(got_events)

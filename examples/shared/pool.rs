@@ -78,6 +78,19 @@ thread_local! {
     };
 }
 
+/// Guard rules compiled over a copy of `config` that lives as long as the
+/// program (each call leaks one copy, a few KB), as `list` reads them from
+/// it; `None` without rules, or rules that do not compile (a front end's
+/// configuration checked them when it was read).
+pub fn leak_rules<C: Clone + 'static, const N: usize>(
+    config: &C,
+    list: impl FnOnce(&'static C) -> Option<heapless::Vec<agui_stream::guard::Rule<'static>, N>>,
+) -> Option<&'static Rules<'static>> {
+    let config: &'static C = Box::leak(Box::new(config.clone()));
+    let list = list(config).filter(|l| !l.is_empty())?;
+    Some(Box::leak(Box::new(Rules::new(&list).ok()?)))
+}
+
 /// Guard lanes for `rules`, none open: idle ones, or new ones (about
 /// 4 KB). Only a stream with guard rules takes them.
 pub fn take_lanes(rules: &'static Rules<'static>) -> &'static mut GuardLanes<'static> {

@@ -846,18 +846,9 @@ fn gateway(o: &Options) -> Result<Exit, IoError> {
             return Ok(Exit::Usage);
         }
     };
-    // Guard rules: compiled once, over a configuration that lives as
-    // long as the process.
-    if o.gateway.guard.is_on() {
-        let gateway: &'static frontend::Gateway = Box::leak(Box::new(o.gateway.clone()));
-        // They compile: `from_json` checked them.
-        let rules = gateway.guard.rules().ok().unwrap_or_default();
-        let Ok(rules) = agui_stream::guard::Rules::new(&rules) else {
-            return Ok(Exit::Usage);
-        };
-        let rules = Box::leak(Box::new(rules));
-        let guard_lanes = Box::leak(Box::new(agui_stream::rewrite::GuardLanes::new(rules)));
-        rewriter.guard(guard_lanes);
+    // Guard rules: compiled once (`from_json` checked that they compile).
+    if let Some(rules) = pool::leak_rules(&o.gateway.guard, |g| g.rules().ok()) {
+        rewriter.guard(pool::take_lanes(rules));
     }
     let stdout = std::io::stdout();
     let mut stdout = stdout.lock();

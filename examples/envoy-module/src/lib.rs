@@ -93,18 +93,6 @@ pub struct FilterConfig {
     metrics: Metrics,
 }
 
-/// The guard rules of `gateway`, compiled over a copy of its strings that
-/// lives as long as Envoy (each configuration leaks its own, a few KB).
-fn leak_rules(gateway: &Gateway) -> Option<&'static Rules<'static>> {
-    if !gateway.guard.is_on() {
-        return None;
-    }
-    let guard: &'static frontend::GuardConfig = Box::leak(Box::new(gateway.guard.clone()));
-    // They compile: `Gateway::from_json` checked them.
-    let rules = Rules::new(&guard.rules().ok()?).ok()?;
-    Some(Box::leak(Box::new(rules)))
-}
-
 impl FilterConfig {
     /// Reads the configuration and defines the counters; `None` (logged)
     /// for a bad configuration.
@@ -138,7 +126,7 @@ impl FilterConfig {
                 String::from_utf8_lossy(json).trim()
             ),
         );
-        let rules = leak_rules(&gateway);
+        let rules = pool::leak_rules(&gateway.guard, |g| g.rules().ok());
         Some(FilterConfig {
             gateway,
             rules,

@@ -204,18 +204,6 @@ struct Root {
     rules: Option<&'static Rules<'static>>,
 }
 
-/// The guard rules of `gateway`, compiled over a copy of its strings that
-/// lives as long as the VM (a reconfiguration leaks the last, a few KB).
-fn leak_rules(gateway: &Gateway) -> Option<&'static Rules<'static>> {
-    if !gateway.guard.is_on() {
-        return None;
-    }
-    let guard: &'static frontend::GuardConfig = Box::leak(Box::new(gateway.guard.clone()));
-    // They compile: `Gateway::from_json` checked them.
-    let rules = Rules::new(&guard.rules().ok()?).ok()?;
-    Some(Box::leak(Box::new(rules)))
-}
-
 impl Context for Root {}
 
 impl RootContext for Root {
@@ -228,7 +216,7 @@ impl RootContext for Root {
                     String::from_utf8_lossy(&json).trim()
                 );
                 Metrics::get();
-                self.rules = leak_rules(&gateway);
+                self.rules = pool::leak_rules(&gateway.guard, |g| g.rules().ok());
                 self.gateway = Some(Rc::new(gateway));
                 true
             }
